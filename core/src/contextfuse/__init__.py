@@ -1,0 +1,111 @@
+"""contextfuse: context assembly for LLM agents.
+
+Public names are imported lazily (PEP 562) so that ``import contextfuse`` and the command
+line start fast; ``from contextfuse import ContextFragment`` works as usual.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # data model
+    "ContextBudget": "contextfuse.models",
+    "ContextFragment": "contextfuse.models",
+    "ContextPayload": "contextfuse.models",
+    "ContextRequest": "contextfuse.models",
+    "ContextStrategyResult": "contextfuse.models",
+    "DetailDepth": "contextfuse.models",
+    "FragmentProvenance": "contextfuse.models",
+    "PlanContext": "contextfuse.models",
+    "StrategyCapabilities": "contextfuse.models",
+    # backends
+    "BackendSet": "contextfuse.backends",
+    "FragmentBackend": "contextfuse.backends",
+    "GraphBackend": "contextfuse.backends",
+    "NodeStore": "contextfuse.backends",
+    "PlanStore": "contextfuse.backends",
+    "TemporalBackend": "contextfuse.backends",
+    "TextBackend": "contextfuse.backends",
+    "VectorBackend": "contextfuse.backends",
+    # strategies and plugins
+    "ContextStrategy": "contextfuse.strategy",
+    "as_strategy": "contextfuse.strategy",
+    "RelevanceStrategy": "contextfuse.ranking",
+    "RecencyStrategy": "contextfuse.ranking",
+    "TieredStrategy": "contextfuse.ranking",
+    "hookimpl": "contextfuse.hookspecs",
+    "make_plugin_manager": "contextfuse.plugins",
+    "Tokenizer": "contextfuse.tokenizer",
+    "TiktokenTokenizer": "contextfuse.tokenizer",
+    "default_tokenizer": "contextfuse.tokenizer",
+    # pipeline
+    "ACMSPipeline": "contextfuse.pipeline",
+    # errors
+    "ContextfuseError": "contextfuse.errors",
+    "PluginLoadError": "contextfuse.errors",
+    "PluginConflictError": "contextfuse.errors",
+    "UnknownStrategyError": "contextfuse.errors",
+    "StrategyRegistrationError": "contextfuse.errors",
+    "ComponentContractError": "contextfuse.errors",
+    "ConfigError": "contextfuse.errors",
+    "KnowledgeBaseError": "contextfuse.errors",
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'contextfuse' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from contextfuse.backends import (
+        BackendSet,
+        FragmentBackend,
+        GraphBackend,
+        NodeStore,
+        PlanStore,
+        TemporalBackend,
+        TextBackend,
+        VectorBackend,
+    )
+    from contextfuse.errors import (
+        ComponentContractError,
+        ConfigError,
+        ContextfuseError,
+        KnowledgeBaseError,
+        PluginConflictError,
+        PluginLoadError,
+        StrategyRegistrationError,
+        UnknownStrategyError,
+    )
+    from contextfuse.hookspecs import hookimpl
+    from contextfuse.models import (
+        ContextBudget,
+        ContextFragment,
+        ContextPayload,
+        ContextRequest,
+        ContextStrategyResult,
+        DetailDepth,
+        FragmentProvenance,
+        PlanContext,
+        StrategyCapabilities,
+    )
+    from contextfuse.pipeline import ACMSPipeline
+    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.ranking import RecencyStrategy, RelevanceStrategy, TieredStrategy
+    from contextfuse.strategy import ContextStrategy, as_strategy
+    from contextfuse.tokenizer import TiktokenTokenizer, Tokenizer, default_tokenizer

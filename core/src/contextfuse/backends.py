@@ -1,0 +1,314 @@
+"""Backend protocols, the records they return, and the ``BackendSet`` strategies receive.
+
+A knowledge base is served to strategies as a ``BackendSet``: a node store (nodes and their
+renderings at several detail depths) plus optional text, vector, graph, temporal and plan
+backends. Strategies declare in their capabilities which of these they need; the
+``StrategySelector`` drops strategies whose backends are absent.
+
+Pre-fetched fragments (the v1 API) are served as ``FragmentBackend``, so one strategy
+protocol covers both uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+from pydantic import BaseModel, ConfigDict
+
+from contextfuse.models import ContextFragment, PlanContext
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "BACKEND_KINDS",
+    "BackendSet",
+    "Commit",
+    "Edge",
+    "FragmentBackend",
+    "GraphBackend",
+    "Node",
+    "NodeStore",
+    "PlanStore",
+    "Rendering",
+    "SearchHit",
+    "TemporalBackend",
+    "TextBackend",
+    "VectorBackend",
+]
+
+BACKEND_KINDS = ("nodes", "text", "vector", "graph", "temporal", "plans", "fragments")
+
+
+# ---- records (attrs: created in bulk on the hot path) -----------------------------------------
+
+
+@attrs.frozen(slots=True)
+class Node:
+    """A knowledge-base node: a file, a symbol in it, a document section, a commit, a plan.
+
+    ``uri`` is ``project://<project>/<path>`` for a file and ``...#<qualname>`` for a symbol.
+    ``line_start``/``line_end`` are 1-based and inclusive (0 for nodes without lines).
+    """
+
+    uri: str
+    path: str
+    kind: str  # file | module | class | function | method | section | commit | plan | decision
+    name: str
+    qualname: str = ""
+    parent: str | None = None
+    language: str = ""
+    line_start: int = 0
+    line_end: int = 0
+    resource_type: str = "code"
+    summary: str = ""
+
+    @property
+    def file_uri(self) -> str:
+        """The URI of the file this node belongs to."""
+        return self.uri.split("#", 1)[0]
+
+    @property
+    def location(self) -> str:
+        """``L<first>-L<last>`` or ``""`` for nodes without lines."""
+        return f"L{self.line_start}-L{self.line_end}" if self.line_start else ""
+
+
+@attrs.frozen(slots=True)
+class Rendering:
+    """One rendering of a node at one detail depth, with its real token count."""
+
+    depth: int
+    content: str
+    token_count: int
+    line_start: int = 0
+    line_end: int = 0
+
+    @property
+    def location(self) -> str:
+        return f"L{self.line_start}-L{self.line_end}" if self.line_start else ""
+
+
+@attrs.frozen(slots=True)
+class SearchHit:
+    """A node found by a search, with the backend's score (higher is better)."""
+
+    uri: str
+    score: float
+
+
+@attrs.frozen(slots=True)
+class Edge:
+    """A directed graph edge. ``kind``: contains, imports, calls, references, inherits."""
+
+    source: str
+    target: str
+    kind: str
+    weight: float = 1.0
+
+
+@attrs.frozen(slots=True)
+class Commit:
+    """A commit of the repository's history."""
+
+    sha: str
+    timestamp: int  # seconds since the epoch, UTC
+    author: str
+    message: str
+    files: tuple[str, ...] = ()
+
+
+# ---- protocols --------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class NodeStore(Protocol):
+    """Nodes and their renderings. Every knowledge base has one."""
+
+    @property
+    def project(self) -> str:
+        """The project name used in ``project://<project>/...`` URIs."""
+        ...
+
+    def get_nodes(self, uris: Sequence[str]) -> dict[str, Node]:
+        """The nodes with these URIs (missing ones are left out)."""
+        ...
+
+    def get_renderings(
+        self, uris: Sequence[str], depths: Sequence[int] | None = None
+    ) -> dict[str, dict[int, Rendering]]:
+        """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None."""
+        ...
+
+    def children(self, uri: str) -> list[Node]:
+        """Nodes directly contained in ``uri`` (a file's top-level symbols, a class's methods)."""
+        ...
+
+    def files(self) -> list[Node]:
+        """Every file node, ordered by path."""
+        ...
+
+    def find_symbols(self, name: str, limit: int = 20) -> list[Node]:
+        """Nodes whose name or dotted qualname equals ``name`` (exact, case-sensitive)."""
+        ...
+
+    def find_paths(self, fragment: str, limit: int = 20) -> list[Node]:
+        """File nodes whose path ends with ``fragment`` (``a/b.py`` matches ``x/a/b.py``)."""
+        ...
+
+
+@runtime_checkable
+class TextBackend(Protocol):
+    """Full-text search (BM25 over code-aware terms)."""
+
+    def search(self, query: str, limit: int = 50, kinds: Sequence[str] | None = None) -> list[
+        SearchHit
+    ]:
+        """Best-matching nodes for a free-text query, best first."""
+        ...
+
+
+@runtime_checkable
+class VectorBackend(Protocol):
+    """Vectors of nodes, computed at index time by an index contributor."""
+
+    def models(self) -> list[str]:
+        """Names of the embedding models that have vectors stored."""
+        ...
+
+    def search(
+        self, model: str, vector: npt.NDArray[np.float32], limit: int = 50
+    ) -> list[SearchHit]:
+        """Nearest nodes by cosine similarity for vectors of ``model``, best first."""
+        ...
+
+    def missing(self, model: str, items: Mapping[str, str]) -> list[str]:
+        """Of ``{uri: content_hash}``, the URIs with no vector cached for that hash."""
+        ...
+
+    def upsert(
+        self,
+        model: str,
+        uris: Sequence[str],
+        content_hashes: Sequence[str],
+        vectors: npt.NDArray[np.float32],
+    ) -> None:
+        """Store vectors (normalised at insert) for these nodes."""
+        ...
+
+
+@runtime_checkable
+class GraphBackend(Protocol):
+    """The code graph: containment, imports, calls, references and inheritance."""
+
+    def neighbors(
+        self, uri: str, kinds: Sequence[str] | None = None, direction: str = "both"
+    ) -> list[Edge]:
+        """Edges touching ``uri`` (``direction``: out, in or both)."""
+        ...
+
+    def personalized_pagerank(
+        self,
+        seeds: Mapping[str, float],
+        limit: int = 50,
+        kinds: Sequence[str] | None = None,
+        damping: float = 0.85,
+    ) -> list[SearchHit]:
+        """Nodes ranked by personalized PageRank from weighted seed nodes, best first."""
+        ...
+
+
+@runtime_checkable
+class TemporalBackend(Protocol):
+    """The repository's history."""
+
+    def commits(self, limit: int = 50, path: str | None = None) -> list[Commit]:
+        """Most recent commits first, optionally only those touching ``path``."""
+        ...
+
+    def co_changed(self, path: str, limit: int = 20) -> list[tuple[str, int]]:
+        """Files changed together with ``path``, with how often, most often first."""
+        ...
+
+
+@runtime_checkable
+class PlanStore(Protocol):
+    """Plans and the decisions taken under them."""
+
+    def get_plan(self, plan_id: str) -> PlanContext | None:
+        """The plan with this id, or None."""
+        ...
+
+
+class FragmentBackend:
+    """Pre-fetched fragments served as a backend (the v1 ``assemble(fragments, ...)`` API)."""
+
+    def __init__(self, fragments: Sequence[ContextFragment]) -> None:
+        self._fragments = tuple(fragments)
+
+    @property
+    def fragments(self) -> tuple[ContextFragment, ...]:
+        """The fragments, in the order they were given."""
+        return self._fragments
+
+    def __len__(self) -> int:
+        return len(self._fragments)
+
+
+class BackendSet(BaseModel):
+    """The backends available to strategies for one request. Absent backends are None."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
+
+    nodes: Any = None
+    text: Any = None
+    vector: Any = None
+    graph: Any = None
+    temporal: Any = None
+    plans: Any = None
+    fragments: FragmentBackend | None = None
+    tokenizer: Any = None
+
+    def available(self) -> frozenset[str]:
+        """Names of the backends present (see ``BACKEND_KINDS``)."""
+        return frozenset(k for k in BACKEND_KINDS if getattr(self, k) is not None)
+
+    def has(self, *kinds: str) -> bool:
+        """True when every named backend is present."""
+        return all(getattr(self, k, None) is not None for k in kinds)
+
+    @classmethod
+    def coerce(cls, value: BackendSet | Mapping[str, Any] | None) -> BackendSet:
+        """Accept a backend set or a mapping ``{kind: backend}``.
+
+        A mapping value of ``True`` (the spec's ``{"vector": True}`` example) marks a backend
+        as present without an implementation; strategies that query it get a placeholder
+        that raises on use.
+        """
+        if isinstance(value, BackendSet):
+            return value
+        if value is None:
+            return cls()
+        unknown = set(value) - set(BACKEND_KINDS) - {"tokenizer"}
+        if unknown:
+            raise ValueError(
+                f"unknown backend kind(s) {sorted(unknown)}; known: {list(BACKEND_KINDS)}"
+            )
+        fields = {k: (_Declared(k) if v is True else v) for k, v in value.items() if v}
+        return cls(**fields)
+
+
+class _Declared:
+    """A backend declared present (``{"graph": True}``) but with no implementation behind it."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __getattr__(self, item: str) -> Any:
+        raise AttributeError(
+            f"the {self.kind!r} backend was declared present but has no implementation "
+            f"(tried to use {item!r})"
+        )

@@ -1,0 +1,1 @@
+"""The ``contextfuse`` command line."""

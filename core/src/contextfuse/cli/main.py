@@ -1,0 +1,86 @@
+"""Entry point of the ``contextfuse`` command.
+
+Start-up must stay instant (``contextfuse --help``): subcommands live in their own modules
+and are imported only when invoked, and plugin commands are collected only when the
+command asked for is not a built-in one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+#: name -> (module, attribute, one-line help). The module is imported only when the
+#: command runs, so ``--help`` never imports pydantic, numpy or the plugins.
+BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "plugins": ("contextfuse.cli.plugins_cmd", "plugins", "List installed plugins and slots."),
+    "strategies": (
+        "contextfuse.cli.strategies_cmd",
+        "strategies",
+        "List and inspect strategies.",
+    ),
+    "index": ("contextfuse.cli.index_cmd", "index", "Build or refresh a repository's index."),
+    "assemble": ("contextfuse.cli.assemble_cmd", "assemble", "Assemble context for a query."),
+    "project": ("contextfuse.cli.project_cmd", "project", "Per-project settings."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose built-in commands are imported on use and plugin commands on demand."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(BUILTIN_COMMANDS) | set(super().list_commands(ctx))
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in BUILTIN_COMMANDS:
+            module_name, attr, _ = BUILTIN_COMMANDS[cmd_name]
+            command: click.Command = getattr(importlib.import_module(module_name), attr)
+            return command
+        found = super().get_command(ctx, cmd_name)
+        if found is not None:
+            return found
+        return _plugin_commands().get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Help lists built-ins from the table above without importing them.
+        rows = [(name, helptext) for name, (_, _, helptext) in sorted(BUILTIN_COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _plugin_commands() -> dict[str, click.Command]:
+    from contextfuse.plugins import make_plugin_manager
+
+    commands: dict[str, click.Command] = {}
+    pm = make_plugin_manager(on_error="warn")
+    for result in pm.hook.contextfuse_cli_commands():
+        for command in result or ():
+            if command.name in BUILTIN_COMMANDS:
+                click.echo(
+                    f"warning: a plugin's command {command.name!r} clashes with a built-in "
+                    "command and was skipped",
+                    err=True,
+                )
+                continue
+            commands[str(command.name)] = command
+    return commands
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(version=None, package_name="contextfuse-core", prog_name="contextfuse",
+                      message="%(prog)s %(version)s")
+def cli() -> None:
+    """contextfuse: assemble the context an LLM agent should read, within a token budget."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run the command line (the ``contextfuse`` console script)."""
+    return cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="contextfuse")
+
+
+if __name__ == "__main__":
+    main()

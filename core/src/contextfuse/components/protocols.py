@@ -1,0 +1,290 @@
+"""The ten pipeline components as protocols, and the records that flow between them.
+
+Phase 1 (strategy orchestration): StrategySelector, BudgetAllocator, StrategyExecutor.
+Phase 2 (fragment fusion): FragmentDeduplicator, DetailDepthResolver, FragmentScorer,
+BudgetPacker. Phase 3 (finalization): FragmentOrderer, PreambleGenerator, SkeletonCompressor.
+
+Each protocol has one production default in ``contextfuse.components``; a plugin replaces one
+through its ``contextfuse_<component>`` hook, a caller through ``ACMSPipeline(<component>=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+
+from contextfuse.models import ContextBudget, ContextFragment, ContextRequest, PlanContext
+
+if TYPE_CHECKING:
+    from contextfuse.backends import BackendSet
+    from contextfuse.strategy import ContextStrategy
+
+__all__ = [
+    "COMPONENT_NAMES",
+    "Allocation",
+    "AssembledContext",
+    "BudgetAllocator",
+    "BudgetPacker",
+    "Candidate",
+    "DepthResolution",
+    "DetailDepthResolver",
+    "ExecutionReport",
+    "FragmentDeduplicator",
+    "FragmentOrderer",
+    "FragmentScorer",
+    "PackResult",
+    "PreambleGenerator",
+    "ScoredFragment",
+    "SkeletonCompressor",
+    "StrategyExecutor",
+    "StrategySelector",
+]
+
+#: Component slot names, in pipeline order. Hook ``contextfuse_<name>`` provides each one.
+COMPONENT_NAMES: tuple[str, ...] = (
+    "strategy_selector",
+    "budget_allocator",
+    "strategy_executor",
+    "fragment_deduplicator",
+    "detail_depth_resolver",
+    "fragment_scorer",
+    "budget_packer",
+    "fragment_orderer",
+    "preamble_generator",
+    "skeleton_compressor",
+)
+
+
+# ---- records ----------------------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class Candidate:
+    """A strategy the selector kept, with its (possibly boosted) confidence."""
+
+    strategy: ContextStrategy
+    confidence: float
+
+    @property
+    def name(self) -> str:
+        return self.strategy.name
+
+
+@attrs.frozen(slots=True)
+class Allocation:
+    """The tokens a strategy may fill in this round."""
+
+    strategy: ContextStrategy
+    confidence: float
+    tokens: int
+
+    @property
+    def name(self) -> str:
+        return self.strategy.name
+
+    def as_tuple(self) -> tuple[str, float, int]:
+        """``(name, confidence, tokens)``, the spec's allocation triple."""
+        return (self.name, self.confidence, self.tokens)
+
+
+@attrs.frozen(slots=True)
+class ExecutionReport:
+    """What the executor did: one result per strategy run and the circuits left open."""
+
+    results: tuple[Any, ...]  # tuple[ContextStrategyResult, ...]
+    circuit_broken: tuple[str, ...] = ()
+    trimmed: Mapping[str, int] = attrs.field(factory=dict)  # strategy -> tokens trimmed
+
+
+@attrs.frozen(slots=True)
+class DepthResolution:
+    """One fragment per node (the deepest) and the other renderings kept aside for fallback."""
+
+    fragments: tuple[ContextFragment, ...]
+    alternatives: Mapping[str, tuple[ContextFragment, ...]]  # uko_node -> shallower renderings
+    resolved_count: int = 0
+
+
+@attrs.frozen(slots=True)
+class ScoredFragment:
+    """A fragment with its composite score and the components that made it."""
+
+    fragment: ContextFragment
+    score: float
+    components: Mapping[str, float] = attrs.field(factory=dict)
+    strategies: tuple[str, ...] = ()
+
+    @property
+    def uko_node(self) -> str:
+        return self.fragment.uko_node
+
+    @property
+    def token_count(self) -> int:
+        return self.fragment.token_count
+
+
+@attrs.frozen(slots=True)
+class PackResult:
+    """What fit the budget, what fell back to a shallower depth and what did not fit."""
+
+    packed: tuple[ScoredFragment, ...]
+    omitted: tuple[ScoredFragment, ...] = ()
+    fallbacks: Mapping[str, tuple[int, int]] = attrs.field(factory=dict)  # node -> (from, to)
+    dropped_by_overage_guard: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(s.fragment.token_count for s in self.packed)
+
+
+@attrs.frozen(slots=True)
+class AssembledContext:
+    """An assembled context: ordered fragments and the renderings kept aside for each node."""
+
+    fragments: tuple[ContextFragment, ...]
+    alternatives: Mapping[str, tuple[ContextFragment, ...]] = attrs.field(factory=dict)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(f.token_count for f in self.fragments)
+
+
+# ---- protocols --------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class StrategySelector(Protocol):
+    """Phase 1: which strategies run for this request, with what confidence."""
+
+    def select(
+        self,
+        strategies: Sequence[ContextStrategy],
+        request: ContextRequest,
+        backends: BackendSet,
+    ) -> list[Candidate]:
+        """Candidates ordered by confidence desc, then name."""
+        ...
+
+
+@runtime_checkable
+class BudgetAllocator(Protocol):
+    """Phase 1: how many tokens each selected strategy may fill."""
+
+    def allocate(
+        self, candidates: Sequence[Candidate], total_budget: int, request: ContextRequest
+    ) -> list[Allocation]:
+        """Allocations whose tokens sum to at most ``total_budget``."""
+        ...
+
+
+@runtime_checkable
+class StrategyExecutor(Protocol):
+    """Phase 1: runs the strategies of the allocations."""
+
+    def execute(
+        self,
+        allocations: Sequence[Allocation],
+        request: ContextRequest,
+        backends: BackendSet,
+        plan_context: PlanContext,
+    ) -> ExecutionReport:
+        """One ``ContextStrategyResult`` per allocation (failed runs carry errors)."""
+        ...
+
+
+@runtime_checkable
+class FragmentDeduplicator(Protocol):
+    """Phase 2: removes fragments that repeat a node's content."""
+
+    def deduplicate(self, fragments: Sequence[ContextFragment]) -> list[ContextFragment]:
+        """The fragments with duplicates removed, in a deterministic order."""
+        ...
+
+
+@runtime_checkable
+class DetailDepthResolver(Protocol):
+    """Phase 2: one rendering per node; the others kept aside for fallback."""
+
+    def resolve(
+        self, fragments: Sequence[ContextFragment], budget: ContextBudget
+    ) -> DepthResolution:
+        """The chosen rendering of each node and the alternatives."""
+        ...
+
+
+@runtime_checkable
+class FragmentScorer(Protocol):
+    """Phase 2: the composite score that orders packing."""
+
+    def score(
+        self,
+        fragments: Sequence[ContextFragment],
+        plan_context: PlanContext,
+        *,
+        sources: Mapping[str, Sequence[str]] | None = None,
+        ranks: Mapping[str, Mapping[str, int]] | None = None,
+        quality: Mapping[str, float] | None = None,
+    ) -> list[ScoredFragment]:
+        """Scored fragments, best first.
+
+        ``sources``: uko_node -> strategies that returned it; ``ranks``: strategy ->
+        {uko_node: rank in that strategy's own order}; ``quality``: strategy -> quality score.
+        """
+        ...
+
+
+@runtime_checkable
+class BudgetPacker(Protocol):
+    """Phase 2: fills the budget, falling back to shallower renderings."""
+
+    def pack(
+        self,
+        scored_fragments: Sequence[ScoredFragment],
+        budget: int,
+        detail_level_maps: Mapping[str, Sequence[ContextFragment]],
+    ) -> PackResult:
+        """What fits within ``budget`` tokens. Never over budget."""
+        ...
+
+
+@runtime_checkable
+class FragmentOrderer(Protocol):
+    """Phase 3: the reading order of the packed fragments."""
+
+    def order(
+        self, fragments: Sequence[ScoredFragment], request: ContextRequest
+    ) -> list[ScoredFragment]:
+        """The same fragments, in reading order."""
+        ...
+
+
+@runtime_checkable
+class PreambleGenerator(Protocol):
+    """Phase 3: a short structure summary put before the fragments."""
+
+    def generate(
+        self,
+        fragments: Sequence[ContextFragment],
+        strategies_used: Sequence[str],
+        budget_used: float,
+        max_tokens: int,
+        omitted: Sequence[ContextFragment] = (),
+    ) -> str:
+        """The preamble text (may be empty)."""
+        ...
+
+
+@runtime_checkable
+class SkeletonCompressor(Protocol):
+    """Phase 3: keeps focus nodes deep and compresses the rest to a skeleton."""
+
+    def compress(
+        self,
+        parent_context: AssembledContext,
+        child_focus: Sequence[str],
+        skeleton_budget: int,
+    ) -> AssembledContext:
+        """A context whose non-focus fragments fit ``skeleton_budget`` tokens."""
+        ...

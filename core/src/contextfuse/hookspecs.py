@@ -1,0 +1,289 @@
+"""Every hook a contextfuse plugin can implement (pluggy project name ``contextfuse``).
+
+Two kinds of hook:
+
+* **Component hooks** (``firstresult``): one per pipeline component. Each returns an object
+  implementing the component's protocol (``contextfuse.components.protocols``), or ``None``
+  to let the next implementation answer. The core's defaults are registered with
+  ``trylast=True``, so any installed plugin wins over them; a component passed to
+  ``ACMSPipeline(...)`` wins over both. Two plugins implementing the same component hook
+  are a conflict unless configuration pins one (``[components] <name> = "<plugin>"``).
+* **Collecting hooks**: every implementation is called and its results are gathered
+  (strategies, backends, index contributors, tokenizers, model providers, CLI commands) or
+  notified (``contextfuse_assembly_finished``).
+
+All hooks are called with keyword arguments; an implementation may accept fewer arguments
+than the specification lists (pluggy's opt-in arguments).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from contextfuse.components.protocols import (
+        BudgetAllocator,
+        BudgetPacker,
+        DetailDepthResolver,
+        FragmentDeduplicator,
+        FragmentOrderer,
+        FragmentScorer,
+        PreambleGenerator,
+        SkeletonCompressor,
+        StrategyExecutor,
+        StrategySelector,
+    )
+    from contextfuse.models import ContextPayload, ContextRequest
+    from contextfuse.strategy import ContextStrategy
+    from contextfuse.tokenizer import Tokenizer
+
+PROJECT_NAME = "contextfuse"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+__all__ = [
+    "COMPONENT_HOOKS",
+    "PROJECT_NAME",
+    "contextfuse_assembly_finished",
+    "contextfuse_backend_providers",
+    "contextfuse_budget_allocator",
+    "contextfuse_budget_packer",
+    "contextfuse_cli_commands",
+    "contextfuse_detail_depth_resolver",
+    "contextfuse_fragment_deduplicator",
+    "contextfuse_fragment_orderer",
+    "contextfuse_fragment_scorer",
+    "contextfuse_index_contributors",
+    "contextfuse_model_providers",
+    "contextfuse_preamble_generator",
+    "contextfuse_skeleton_compressor",
+    "contextfuse_strategies",
+    "contextfuse_strategy_executor",
+    "contextfuse_strategy_selector",
+    "contextfuse_tokenizers",
+    "hookimpl",
+    "hookspec",
+]
+
+
+# ---- Phase 1: strategy orchestration ------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def contextfuse_strategy_selector(config: dict[str, Any]) -> StrategySelector | None:
+    """Provide the StrategySelector: which strategies run for a request, with what confidence.
+
+    Called once when an ``ACMSPipeline`` is built without a ``strategy_selector`` argument.
+    Returns an object implementing ``StrategySelector``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (ConfidenceWeightedSelector) is last.
+
+    :param config: the ``[coordinator]`` settings of the active configuration.
+    """
+
+
+@hookspec(firstresult=True)
+def contextfuse_budget_allocator(config: dict[str, Any]) -> BudgetAllocator | None:
+    """Provide the BudgetAllocator: how the available tokens are shared among strategies.
+
+    Called once when an ``ACMSPipeline`` is built without a ``budget_allocator`` argument.
+    Returns an object implementing ``BudgetAllocator``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (ProportionalBudgetAllocator) is last.
+
+    :param config: the ``[coordinator]`` settings of the active configuration.
+    """
+
+
+@hookspec(firstresult=True)
+def contextfuse_strategy_executor(config: dict[str, Any]) -> StrategyExecutor | None:
+    """Provide the StrategyExecutor: runs the selected strategies within their allocations.
+
+    Called once when an ``ACMSPipeline`` is built without a ``strategy_executor`` argument.
+    Returns an object implementing ``StrategyExecutor``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (ParallelStrategyExecutor) is last.
+
+    :param config: the ``[coordinator]`` settings of the active configuration.
+    """
+
+
+# ---- Phase 2: fragment fusion -------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def contextfuse_fragment_deduplicator(config: dict[str, Any]) -> FragmentDeduplicator | None:
+    """Provide the FragmentDeduplicator: removes repeated content.
+
+    Called once when an ``ACMSPipeline`` is built without a ``fragment_deduplicator``.
+    Returns an object implementing ``FragmentDeduplicator``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (ContentHashDedup) is last.
+
+    :param config: the ``[fusion]`` settings of the active configuration.
+    """
+
+
+@hookspec(firstresult=True)
+def contextfuse_detail_depth_resolver(config: dict[str, Any]) -> DetailDepthResolver | None:
+    """Provide the DetailDepthResolver: one rendering per node, alternatives kept aside.
+
+    Called once when an ``ACMSPipeline`` is built without a ``detail_depth_resolver``.
+    Returns an object implementing ``DetailDepthResolver``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (MaxDepthResolver) is last.
+
+    :param config: the ``[fusion]`` settings of the active configuration.
+    """
+
+
+@hookspec(firstresult=True)
+def contextfuse_fragment_scorer(config: dict[str, Any]) -> FragmentScorer | None:
+    """Provide the FragmentScorer: the composite score that orders packing.
+
+    Called once when an ``ACMSPipeline`` is built without a ``fragment_scorer`` argument.
+    Returns an object implementing ``FragmentScorer``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (WeightedCompositeScorer) is last.
+
+    :param config: the ``[fusion]`` settings of the active configuration.
+    """
+
+
+@hookspec(firstresult=True)
+def contextfuse_budget_packer(config: dict[str, Any]) -> BudgetPacker | None:
+    """Provide the BudgetPacker: fills the budget, with depth fallback.
+
+    Called once when an ``ACMSPipeline`` is built without a ``budget_packer`` argument.
+    Returns an object implementing ``BudgetPacker``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (GreedyKnapsackPacker) is last.
+
+    :param config: the ``[fusion]`` settings of the active configuration.
+    """
+
+
+# ---- Phase 3: context finalization --------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def contextfuse_fragment_orderer(config: dict[str, Any]) -> FragmentOrderer | None:
+    """Provide the FragmentOrderer: the reading order of the packed fragments.
+
+    Called once when an ``ACMSPipeline`` is built without a ``fragment_orderer`` argument.
+    Returns an object implementing ``FragmentOrderer``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (ConfigurableOrderer) is last.
+
+    :param config: the ``[finalize]`` settings of the active configuration.
+    """
+
+
+@hookspec(firstresult=True)
+def contextfuse_preamble_generator(config: dict[str, Any]) -> PreambleGenerator | None:
+    """Provide the PreambleGenerator: the structure summary before the fragments.
+
+    Called once when an ``ACMSPipeline`` is built without a ``preamble_generator`` argument.
+    Returns an object implementing ``PreambleGenerator``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (StructurePreambleGenerator) is last.
+
+    :param config: the ``[finalize]`` settings of the active configuration.
+    """
+
+
+@hookspec(firstresult=True)
+def contextfuse_skeleton_compressor(config: dict[str, Any]) -> SkeletonCompressor | None:
+    """Provide the SkeletonCompressor: focus nodes deep, the rest as a skeleton.
+
+    Called once when an ``ACMSPipeline`` is built without a ``skeleton_compressor`` argument.
+    Returns an object implementing ``SkeletonCompressor``, or ``None`` to defer.
+    Stops at the first non-None result; the core default (DepthSkeletonCompressor) is last.
+
+    :param config: the ``[finalize]`` settings of the active configuration.
+    """
+
+
+# ---- collecting hooks ---------------------------------------------------------------------
+
+
+@hookspec
+def contextfuse_strategies() -> Sequence[ContextStrategy]:
+    """Contribute retrieval strategies.
+
+    Called when a plugin manager collects strategies (building a registry or a pipeline).
+    Returns a sequence of strategy objects (spec protocol or v1 signatures). All results are
+    collected; a name claimed twice is an error naming both plugins.
+    """
+
+
+@hookspec
+def contextfuse_backend_providers() -> Sequence[Any]:
+    """Contribute knowledge-base backend providers (e.g. a PostgreSQL store).
+
+    Called when an index is opened or built. Returns objects with a ``name`` and an
+    ``open(root, config) -> BackendSet`` method. All results are collected; configuration
+    chooses one by name (default: the embedded SQLite store).
+    """
+
+
+@hookspec
+def contextfuse_index_contributors() -> Sequence[Any]:
+    """Contribute index-time work (embeddings, extra graph edges).
+
+    Called each time an index is built or refreshed, after the nodes are written. Returns
+    objects with a ``name`` and ``contribute(session)``; see ``contextfuse.kb.IndexSession``.
+    All results are collected and each runs in turn; one that fails is reported by name and
+    the index is still usable.
+    """
+
+
+@hookspec
+def contextfuse_tokenizers() -> Sequence[Tokenizer]:
+    """Contribute tokenizers.
+
+    Called when configuration names a tokenizer (``[tokenizer] name``). Returns tokenizer
+    objects; all results are collected and the one whose ``name`` matches is used.
+    """
+
+
+@hookspec
+def contextfuse_model_providers() -> Sequence[Any]:
+    """Contribute model providers for transcript compaction (summarisers).
+
+    Called when compaction needs a model. Returns objects with a ``name`` and a
+    ``summarize(messages, max_tokens) -> str`` method. All results are collected.
+    """
+
+
+@hookspec
+def contextfuse_cli_commands() -> Sequence[Any]:
+    """Contribute commands to the ``contextfuse`` command line.
+
+    Called once when the CLI starts. Returns ``click.Command`` objects; all are collected
+    and added under their own names. A name that clashes with a built-in command is reported
+    and skipped.
+    """
+
+
+@hookspec
+def contextfuse_assembly_finished(request: ContextRequest, payload: ContextPayload) -> None:
+    """Observe a finished assembly (logging, metrics, caching).
+
+    Called after every ``ACMSPipeline`` assembly, with the request and the payload returned
+    to the caller. Return values are ignored; every implementation is called. An exception
+    raised here is logged and does not affect the payload.
+    """
+
+
+#: Component slot name -> hook name.
+COMPONENT_HOOKS: dict[str, str] = {
+    name: f"contextfuse_{name}"
+    for name in (
+        "strategy_selector",
+        "budget_allocator",
+        "strategy_executor",
+        "fragment_deduplicator",
+        "detail_depth_resolver",
+        "fragment_scorer",
+        "budget_packer",
+        "fragment_orderer",
+        "preamble_generator",
+        "skeleton_compressor",
+    )
+}

