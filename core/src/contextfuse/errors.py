@@ -18,8 +18,10 @@ class PluginLoadError(ContextfuseError):
         distribution: str = "",
         version: str = "",
         entry_point: str = "",
+        cause: str = "",
     ) -> None:
         super().__init__(message)
+        self.cause = cause or message
         self.plugin = plugin
         self.distribution = distribution
         self.version = version

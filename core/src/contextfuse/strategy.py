@@ -22,6 +22,7 @@ from contextfuse.models import (
 __all__ = [
     "ALL_RESOURCE_TYPES",
     "ContextStrategy",
+    "RenamedStrategy",
     "V1StrategyAdapter",
     "as_strategy",
     "greedy_fill",
@@ -137,6 +138,37 @@ class V1StrategyAdapter:
 
     def explain(self) -> str:
         return str(self._inner.explain())
+
+
+class RenamedStrategy:
+    """A strategy registered under another name than its own."""
+
+    def __init__(self, strategy: ContextStrategy, name: str) -> None:
+        self._inner = strategy
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> StrategyCapabilities:
+        return self._inner.capabilities
+
+    def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
+        return self._inner.can_handle(request, backends)
+
+    def assemble(
+        self,
+        request: ContextRequest,
+        backends: BackendSet,
+        budget: ContextBudget,
+        plan_context: PlanContext,
+    ) -> list[ContextFragment]:
+        return self._inner.assemble(request, backends, budget, plan_context)
+
+    def explain(self) -> str:
+        return self._inner.explain()
 
 
 def as_strategy(obj: Any, name: str | None = None) -> ContextStrategy:

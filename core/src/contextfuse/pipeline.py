@@ -1,0 +1,395 @@
+"""``ACMSPipeline``: the three phases and ten components that turn a request into a payload.
+
+Phase 1 (StrategyCoordinator) selects strategies, shares the budget and runs them; phase 2
+(FusionEngine) deduplicates, resolves depths, scores and packs; phase 3 orders the result,
+writes the preamble and, for focus nodes, compresses the rest to a skeleton.
+
+Which object fills each component: the one passed to the constructor, else the one an
+installed plugin provides through its hook, else the core default.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contextfuse.backends import BackendSet, FragmentBackend
+from contextfuse.components.protocols import (
+    COMPONENT_NAMES,
+    AssembledContext,
+    ScoredFragment,
+)
+from contextfuse.errors import ComponentContractError, UnknownStrategyError
+from contextfuse.models import (
+    ContextBudget,
+    ContextFragment,
+    ContextPayload,
+    ContextRequest,
+    ContextStrategyResult,
+    PlanContext,
+)
+from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
+from contextfuse.strategy import ContextStrategy, RenamedStrategy, as_strategy
+from contextfuse.tokenizer import Tokenizer, default_tokenizer
+from contextfuse.validation import validate_strategy
+
+__all__ = ["ACMSPipeline", "PipelineConfig"]
+
+log = logging.getLogger("contextfuse.pipeline")
+
+_PHASE_OF = {
+    "strategy_selector": "coordinator",
+    "budget_allocator": "coordinator",
+    "strategy_executor": "coordinator",
+    "fragment_deduplicator": "fusion",
+    "detail_depth_resolver": "fusion",
+    "fragment_scorer": "fusion",
+    "budget_packer": "fusion",
+    "fragment_orderer": "finalize",
+    "preamble_generator": "finalize",
+    "skeleton_compressor": "finalize",
+}
+
+_PROTOCOL_METHOD = {
+    "strategy_selector": "select",
+    "budget_allocator": "allocate",
+    "strategy_executor": "execute",
+    "fragment_deduplicator": "deduplicate",
+    "detail_depth_resolver": "resolve",
+    "fragment_scorer": "score",
+    "budget_packer": "pack",
+    "fragment_orderer": "order",
+    "preamble_generator": "generate",
+    "skeleton_compressor": "compress",
+}
+
+
+class PipelineConfig(BaseModel):
+    """Settings of a pipeline; each section is handed to its phase's components."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    coordinator: dict[str, Any] = Field(default_factory=dict)
+    fusion: dict[str, Any] = Field(default_factory=dict)
+    finalize: dict[str, Any] = Field(default_factory=dict)
+    components: dict[str, str] = Field(
+        default_factory=dict, description="Pins: component slot -> plugin name."
+    )
+    preamble_share: float = Field(
+        default=0.05, ge=0.0, le=0.5, description="Share of the budget reserved for a preamble."
+    )
+    preamble_max_tokens: int = Field(default=400, ge=0)
+
+
+class ACMSPipeline:
+    """Assembles context payloads within a token budget.
+
+    ``ACMSPipeline()`` loads installed plugins; pass ``plugin_manager=`` to control that
+    (e.g. ``make_plugin_manager(autoload=False)`` in tests). Any of the ten components can be
+    passed by keyword (``fragment_scorer=MyScorer()``).
+    """
+
+    def __init__(
+        self,
+        *,
+        plugin_manager: ContextfusePluginManager | None = None,
+        config: PipelineConfig | Mapping[str, Any] | None = None,
+        tokenizer: Tokenizer | None = None,
+        **components: Any,
+    ) -> None:
+        unknown = set(components) - set(COMPONENT_NAMES)
+        if unknown:
+            raise TypeError(
+                f"unknown pipeline component(s) {sorted(unknown)}; components are "
+                f"{list(COMPONENT_NAMES)}"
+            )
+        self.config = (
+            config if isinstance(config, PipelineConfig) else PipelineConfig(**(config or {}))
+        )
+        self.plugin_manager = plugin_manager or make_plugin_manager(
+            component_pins=self.config.components
+        )
+        if self.config.components:
+            self.plugin_manager.component_pins.update(self.config.components)
+        self.tokenizer = tokenizer or default_tokenizer()
+        self._components: dict[str, Any] = {}
+        for slot in COMPONENT_NAMES:
+            component = components.get(slot)
+            if component is None:
+                section = getattr(self.config, _PHASE_OF[slot])
+                component = self.plugin_manager.make_component(slot, section)
+            if not callable(getattr(component, _PROTOCOL_METHOD[slot], None)):
+                raise ComponentContractError(
+                    f"component {slot!r} ({type(component).__qualname__}) has no "
+                    f"{_PROTOCOL_METHOD[slot]}() method"
+                )
+            self._components[slot] = component
+        self._strategies: dict[str, ContextStrategy] = {
+            source.strategy.name: source.strategy
+            for source in self.plugin_manager.strategy_sources()
+        }
+
+    # ---- components and strategies ----------------------------------------------------------
+
+    def component(self, slot: str) -> Any:
+        """The object filling component ``slot``."""
+        return self._components[slot]
+
+    @property
+    def strategies(self) -> dict[str, ContextStrategy]:
+        """Registered strategies by name."""
+        return dict(self._strategies)
+
+    def register_strategy(self, name: str, strategy: Any) -> None:
+        """Register ``strategy`` under ``name`` (v1 strategies are adapted)."""
+        adapted = as_strategy(strategy, name)
+        if adapted.name != name:
+            adapted = RenamedStrategy(adapted, name)
+        validate_strategy(adapted)
+        self._strategies[name] = adapted
+
+    def _resolve_strategies(self, names: Sequence[str] | None) -> list[ContextStrategy]:
+        if names is None:
+            return list(self._strategies.values())
+        chosen = []
+        for name in names:
+            if name not in self._strategies:
+                raise UnknownStrategyError(name, list(self._strategies))
+            chosen.append(self._strategies[name])
+        return chosen
+
+    # ---- the v1 API -------------------------------------------------------------------------
+
+    def assemble(
+        self,
+        plan_id: str,
+        fragments: Sequence[ContextFragment],
+        budget: ContextBudget,
+        strategy: str = "relevance",
+        *,
+        preamble: bool = False,
+    ) -> ContextPayload:
+        """Rank pre-fetched ``fragments`` with one strategy and fill ``budget``.
+
+        The preamble is off unless asked for, so the payload holds exactly the fragments.
+        """
+        request = ContextRequest(plan_id=plan_id, preferred_strategies=(strategy,))
+        backends = BackendSet(fragments=FragmentBackend(fragments), tokenizer=self.tokenizer)
+        return self.run(
+            request,
+            backends,
+            budget,
+            plan_context=PlanContext(plan_id=plan_id),
+            strategies=[strategy],
+            preamble=preamble,
+        )
+
+    # ---- the full pipeline ------------------------------------------------------------------
+
+    def run(
+        self,
+        request: ContextRequest | Mapping[str, Any] | str,
+        backends: BackendSet | Mapping[str, Any],
+        budget: ContextBudget,
+        *,
+        plan_context: PlanContext | Mapping[str, Any] | None = None,
+        strategies: Sequence[str] | None = None,
+        preamble: bool = True,
+        explain: bool = False,
+    ) -> ContextPayload:
+        """Run the three phases for ``request`` over ``backends`` and return the payload."""
+        from contextfuse.components.coordinator import StrategyCoordinator
+        from contextfuse.components.fusion import FusionEngine
+
+        started = time.perf_counter()
+        request = ContextRequest.coerce(request)
+        backends = BackendSet.coerce(backends)
+        plan = PlanContext.coerce(plan_context or {"plan_id": request.plan_id or ""})
+        chosen = self._resolve_strategies(strategies)
+
+        # Phase 1: strategy orchestration.
+        coordinator = StrategyCoordinator(
+            selector=self._components["strategy_selector"],
+            allocator=self._components["budget_allocator"],
+            executor=self._components["strategy_executor"],
+        )
+        coordination = coordinator.coordinate(
+            request=request,
+            strategies=chosen,
+            budget=budget,
+            backends=backends,
+            plan_context=plan,
+        )
+        sources, ranks = _provenance_of(coordination.results)
+        quality = {s.name: s.capabilities.quality_score for s in chosen}
+
+        # Phase 2: fusion. A preamble's tokens come off the budget before packing.
+        reserve = self._preamble_reserve(budget) if preamble else 0
+        fusion = FusionEngine(
+            deduplicator=self._components["fragment_deduplicator"],
+            resolver=self._components["detail_depth_resolver"],
+            scorer=self._components["fragment_scorer"],
+            packer=self._components["budget_packer"],
+            config=_fusion_config(self.config.fusion),
+        ).fuse(
+            coordination.fragments,
+            budget,
+            plan_context=plan,
+            sources=sources,
+            ranks=ranks,
+            quality=quality,
+            reserve_tokens=reserve,
+        )
+
+        # Phase 3: finalization.
+        ordered: list[ScoredFragment] = self._components["fragment_orderer"].order(
+            list(fusion.scored), request
+        )
+        fragments = [s.fragment for s in ordered]
+        if request.focus_nodes:
+            focus_tokens = sum(
+                f.token_count for f in fragments if _in_focus(f.uko_node, request.focus_nodes)
+            )
+            compressed = self._components["skeleton_compressor"].compress(
+                AssembledContext(tuple(fragments), dict(fusion.alternatives)),
+                list(request.focus_nodes),
+                max(0, budget.available_tokens - reserve - focus_tokens),
+            )
+            fragments = list(compressed.fragments)
+        strategies_used = tuple(coordination.strategies_used)
+        preamble_text: str | None = None
+        preamble_tokens = 0
+        if preamble and reserve:
+            total = sum(f.token_count for f in fragments)
+            preamble_text = self._components["preamble_generator"].generate(
+                fragments,
+                strategies_used,
+                total / budget.available_tokens,
+                reserve,
+                [s.fragment for s in fusion.omitted],
+            )
+            preamble_tokens = self.tokenizer.count(preamble_text) if preamble_text else 0
+            if preamble_tokens > reserve:
+                raise ComponentContractError(
+                    f"preamble_generator wrote {preamble_tokens} tokens; it was given {reserve}"
+                )
+        explanation = (
+            _explain(ordered, fusion, coordination, reserve, time.perf_counter() - started)
+            if explain
+            else None
+        )
+        payload = ContextPayload(
+            plan_id=request.plan_id or plan.plan_id,
+            fragments=tuple(fragments),
+            budget=budget,
+            strategies_used=strategies_used,
+            preamble=preamble_text or None,
+            preamble_tokens=preamble_tokens,
+            explanation=explanation,
+        )
+        if not payload.is_within_budget:
+            raise ComponentContractError(
+                f"the pipeline produced {payload.total_tokens + payload.preamble_tokens} tokens "
+                f"for a budget of {budget.available_tokens}"
+            )
+        self._notify(request, payload)
+        return payload
+
+    def compress_for_child(
+        self, payload: ContextPayload, child_focus: Sequence[str], skeleton_budget: int
+    ) -> AssembledContext:
+        """Compress a parent's payload for a child task focused on ``child_focus`` nodes."""
+        result: AssembledContext = self._components["skeleton_compressor"].compress(
+            AssembledContext(payload.fragments), list(child_focus), skeleton_budget
+        )
+        return result
+
+    def _preamble_reserve(self, budget: ContextBudget) -> int:
+        share = int(budget.available_tokens * self.config.preamble_share)
+        return max(0, min(share, self.config.preamble_max_tokens))
+
+    def _notify(self, request: ContextRequest, payload: ContextPayload) -> None:
+        for impl in self.plugin_manager.hook.contextfuse_assembly_finished.get_hookimpls():
+            try:
+                kwargs = {"request": request, "payload": payload}
+                impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
+            except Exception:
+                log.exception("observer %s failed in contextfuse_assembly_finished", impl.plugin_name)
+
+
+def _fusion_config(section: Mapping[str, Any]) -> Any:
+    from contextfuse.components.fusion import FusionConfig
+
+    return FusionConfig(**section)
+
+
+def _in_focus(node: str, focus: Iterable[str]) -> bool:
+    return any(node == f or node.startswith(f + "#") for f in focus)
+
+
+def _provenance_of(
+    results: Sequence[ContextStrategyResult],
+) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
+    """Which strategies returned each node, and each strategy's own rank of its nodes."""
+    sources: dict[str, list[str]] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for result in results:
+        order = result.stats.get("rank_order") or [f.uko_node for f in result.fragments]
+        own: dict[str, int] = {}
+        for node in order:
+            own.setdefault(node, len(own))
+        ranks[result.strategy_name] = own
+        for node in own:
+            sources.setdefault(node, []).append(result.strategy_name)
+    return sources, ranks
+
+
+def _explain(
+    ordered: Sequence[ScoredFragment],
+    fusion: Any,
+    coordination: Any,
+    reserve: int,
+    seconds: float,
+) -> dict[str, Any]:
+    fallbacks = dict(fusion.fallbacks)
+    return {
+        "allocations": [list(a) for a in coordination.allocations],
+        "circuit_broken": list(coordination.circuit_broken),
+        "strategy_errors": {
+            r.strategy_name: list(r.errors) for r in coordination.results if r.errors
+        },
+        "preamble_reserve": reserve,
+        "dedup_count": fusion.dedup_count,
+        "depth_resolved_count": fusion.depth_resolved_count,
+        "fragments": [
+            {
+                "uko_node": s.fragment.uko_node,
+                "strategies": list(s.strategies),
+                "score": round(s.score, 6),
+                "components": {k: round(v, 6) for k, v in s.components.items()},
+                "depth": s.fragment.detail_depth,
+                "depth_reason": (
+                    f"fell back from depth {fallbacks[s.fragment.uko_node][0]} to "
+                    f"{fallbacks[s.fragment.uko_node][1]}: the deeper rendering did not fit"
+                    if s.fragment.uko_node in fallbacks
+                    else "deepest rendering returned; it fit"
+                ),
+                "tokens": s.fragment.token_count,
+            }
+            for s in ordered
+        ],
+        "omitted": [
+            {
+                "uko_node": s.fragment.uko_node,
+                "score": round(s.score, 6),
+                "depth": s.fragment.detail_depth,
+                "tokens": s.fragment.token_count,
+            }
+            for s in list(fusion.omitted)[:50]
+        ],
+        "seconds": round(seconds, 4),
+    }

@@ -1,0 +1,322 @@
+"""The plugin manager: loading plugins safely, collecting strategies, filling component slots.
+
+No manager is built at import time: call ``make_plugin_manager()``. Plugins come from the
+entry-point group ``contextfuse`` (each entry point names a module or object carrying
+``@hookimpl`` functions) or are registered in code with ``pm.register(obj, name=...)``.
+Every entry point is loaded under its own guard, so one broken plugin is reported with its
+distribution, version, entry point and cause while the others still load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+import importlib_metadata
+import pluggy
+
+from contextfuse import hookspecs
+from contextfuse.errors import PluginConflictError, PluginLoadError, StrategyRegistrationError
+from contextfuse.hookspecs import COMPONENT_HOOKS, PROJECT_NAME
+
+__all__ = [
+    "DEFAULTS_PLUGIN_NAME",
+    "ENTRY_POINT_GROUP",
+    "ContextfusePluginManager",
+    "LoadedPlugin",
+    "PluginFailure",
+    "StrategySource",
+    "make_plugin_manager",
+]
+
+log = logging.getLogger("contextfuse.plugins")
+
+ENTRY_POINT_GROUP = "contextfuse"
+DEFAULTS_PLUGIN_NAME = "contextfuse.defaults"
+
+OnError = Literal["warn", "raise"]
+
+
+@attrs.frozen
+class LoadedPlugin:
+    """A plugin the manager holds, and where it came from."""
+
+    name: str
+    distribution: str = ""
+    version: str = ""
+    entry_point: str = ""
+    hooks: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class PluginFailure:
+    """A plugin that could not be loaded, and why."""
+
+    name: str
+    distribution: str
+    version: str
+    entry_point: str
+    cause: str
+
+    def describe(self) -> str:
+        """One line naming the plugin, its distribution and the cause."""
+        origin = f"{self.distribution} {self.version}".strip() or "code"
+        where = f" (entry point {self.entry_point})" if self.entry_point else ""
+        return f"plugin {self.name!r} from {origin}{where}: {self.cause}"
+
+    def error(self) -> PluginLoadError:
+        """This failure as an exception."""
+        return PluginLoadError(
+            self.describe(),
+            plugin=self.name,
+            distribution=self.distribution,
+            version=self.version,
+            entry_point=self.entry_point,
+            cause=self.cause,
+        )
+
+
+@attrs.frozen
+class StrategySource:
+    """A strategy and the plugin that contributed it."""
+
+    strategy: Any
+    plugin: str
+
+
+class ContextfusePluginManager(pluggy.PluginManager):
+    """A pluggy manager that records where plugins came from and what failed."""
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.add_hookspecs(hookspecs)
+        self.loaded: list[LoadedPlugin] = []
+        self.failures: list[PluginFailure] = []
+        self.component_pins: dict[str, str] = {}
+
+    # ---- registration ---------------------------------------------------------------------
+
+    def register_plugin(
+        self,
+        plugin: object,
+        name: str,
+        *,
+        distribution: str = "",
+        version: str = "",
+        entry_point: str = "",
+    ) -> LoadedPlugin:
+        """Register and validate ``plugin``; raise PluginLoadError naming it on any problem.
+
+        On failure nothing of the plugin stays registered.
+        """
+
+        def fail(cause: str, exc: BaseException | None = None) -> PluginLoadError:
+            error = PluginFailure(name, distribution, version, entry_point, cause).error()
+            if exc is not None:
+                error.__cause__ = exc
+            return error
+
+        if self.has_plugin(name) or self.is_blocked(name):
+            raise fail(f"duplicate plugin name {name!r}: a plugin of that name is already loaded")
+        try:
+            self.register(plugin, name=name)
+        except pluggy.PluginValidationError as exc:
+            raise fail(f"bad hook implementation: {exc}", exc) from exc
+        except ValueError as exc:
+            raise fail(str(exc), exc) from exc
+        hooks = tuple(sorted(h.name for h in self.get_hookcallers(plugin) or ()))
+        unknown = [h for h in hooks if getattr(self.hook, h).spec is None]
+        if unknown:
+            self.unregister(plugin)
+            raise fail(f"implements unknown hook(s) {unknown}; see contextfuse.hookspecs")
+        try:
+            self._validate_strategies(name)
+        except Exception as exc:
+            self.unregister(plugin)
+            raise fail(f"invalid strategy: {exc}", exc) from exc
+        record = LoadedPlugin(name, distribution, version, entry_point, hooks)
+        self.loaded.append(record)
+        return record
+
+    def _validate_strategies(self, plugin_name: str) -> None:
+        from contextfuse.strategy import as_strategy
+        from contextfuse.validation import validate_strategy
+
+        taken = {s.strategy.name: s.plugin for s in self.strategy_sources(exclude=plugin_name)}
+        for impl in self.hook.contextfuse_strategies.get_hookimpls():
+            if impl.plugin_name != plugin_name:
+                continue
+            for raw in impl.function() or ():
+                strategy = as_strategy(raw)
+                validate_strategy(strategy)
+                if strategy.name in taken:
+                    raise StrategyRegistrationError(
+                        f"strategy name {strategy.name!r} is already provided by plugin "
+                        f"{taken[strategy.name]!r}"
+                    )
+                taken[strategy.name] = plugin_name
+
+    def load_entry_points(
+        self,
+        *,
+        on_error: OnError = "warn",
+        block: Iterable[str] = (),
+        only: Iterable[str] | None = None,
+    ) -> None:
+        """Load every plugin of the ``contextfuse`` entry-point group, each under a guard."""
+        blocked = set(block)
+        wanted = set(only) if only is not None else None
+        eps = sorted(
+            importlib_metadata.entry_points(group=ENTRY_POINT_GROUP),
+            key=lambda e: (e.dist.name if e.dist else "", e.name),
+        )
+        for ep in eps:
+            dist_name = ep.dist.name if ep.dist else ""
+            version = ep.dist.version if ep.dist else ""
+            if ep.name in blocked or dist_name in blocked:
+                continue
+            if wanted is not None and ep.name not in wanted and dist_name not in wanted:
+                continue
+            spec = f"{ep.name} = {ep.value}"
+            try:
+                try:
+                    obj = ep.load()
+                except Exception as exc:
+                    cause = f"import failed: {type(exc).__name__}: {exc}"
+                    raise PluginFailure(ep.name, dist_name, version, spec, cause).error() from exc
+                self.register_plugin(
+                    obj, ep.name, distribution=dist_name, version=version, entry_point=spec
+                )
+            except PluginLoadError as error:
+                if on_error == "raise":
+                    raise
+                failure = PluginFailure(ep.name, dist_name, version, spec, error.cause)
+                self.failures.append(failure)
+                log.warning("skipped %s", failure.describe())
+
+    # ---- strategies -------------------------------------------------------------------------
+
+    def strategy_sources(self, *, exclude: str | None = None) -> list[StrategySource]:
+        """Every strategy contributed through ``contextfuse_strategies``, with its plugin."""
+        from contextfuse.strategy import as_strategy
+
+        found: list[StrategySource] = []
+        # get_hookimpls() is in registration order; call each to know who contributed what.
+        for impl in self.hook.contextfuse_strategies.get_hookimpls():
+            if impl.plugin_name == exclude:
+                continue
+            for raw in impl.function() or ():
+                found.append(StrategySource(as_strategy(raw), impl.plugin_name))
+        return found
+
+    # ---- component slots ------------------------------------------------------------------
+
+    def component_candidates(self, slot: str) -> list[str]:
+        """Names of the non-default plugins implementing the component hook of ``slot``."""
+        hook = getattr(self.hook, COMPONENT_HOOKS[slot])
+        return [
+            impl.plugin_name
+            for impl in hook.get_hookimpls()
+            if impl.plugin_name != DEFAULTS_PLUGIN_NAME
+        ]
+
+    def component_provider(self, slot: str) -> str | None:
+        """The plugin that fills ``slot`` (None: the core default); raises on a conflict."""
+        candidates = self.component_candidates(slot)
+        pin = self.component_pins.get(slot)
+        if pin is not None:
+            if pin == DEFAULTS_PLUGIN_NAME or pin == "default":
+                return None
+            if pin not in candidates:
+                raise PluginConflictError(
+                    f"configuration pins component {slot!r} to plugin {pin!r}, which does not "
+                    f"implement it; candidates: {candidates or ['(none)']}"
+                )
+            return pin
+        if len(candidates) > 1:
+            raise PluginConflictError(
+                f"plugins {sorted(candidates)} all provide the component {slot!r}; choose one "
+                f'in configuration: [components] {slot} = "<plugin name>"'
+            )
+        return candidates[0] if candidates else None
+
+    def make_component(self, slot: str, config: Mapping[str, Any]) -> Any:
+        """Build the component of ``slot``: the providing plugin's, else the core default."""
+        hook = getattr(self.hook, COMPONENT_HOOKS[slot])
+        provider = self.component_provider(slot)
+        order = [provider] if provider else []
+        order.append(DEFAULTS_PLUGIN_NAME)
+        impls = {impl.plugin_name: impl for impl in hook.get_hookimpls()}
+        for plugin_name in order:
+            impl = impls.get(plugin_name)
+            if impl is None:
+                continue
+            kwargs = {"config": dict(config)} if "config" in impl.argnames else {}
+            component = impl.function(**kwargs)
+            if component is not None:
+                return component
+        raise PluginConflictError(f"no plugin provides the component {slot!r}")
+
+    def slot_table(self) -> dict[str, str]:
+        """Which plugin fills each of the ten component slots (or why none can)."""
+        table: dict[str, str] = {}
+        for slot in COMPONENT_HOOKS:
+            try:
+                table[slot] = self.component_provider(slot) or DEFAULTS_PLUGIN_NAME
+            except PluginConflictError as exc:
+                table[slot] = f"CONFLICT: {exc}"
+        return table
+
+
+def make_plugin_manager(
+    *,
+    autoload: bool | None = None,
+    on_error: OnError = "warn",
+    block: Sequence[str] = (),
+    only: Sequence[str] | None = None,
+    component_pins: Mapping[str, str] | None = None,
+    defaults: bool = True,
+) -> ContextfusePluginManager:
+    """Build a fresh plugin manager.
+
+    :param autoload: load the ``contextfuse`` entry points (default: yes, unless the
+        environment sets ``CONTEXTFUSE_PLUGIN_AUTOLOAD=0``).
+    :param on_error: ``"warn"`` logs and records broken plugins in ``pm.failures``;
+        ``"raise"`` raises ``PluginLoadError`` for the first one.
+    :param block: entry-point or distribution names not to load (also
+        ``CONTEXTFUSE_DISABLE_PLUGINS=a,b``).
+    :param only: load only these entry-point or distribution names.
+    :param component_pins: ``{slot: plugin name}`` settling which plugin fills a slot.
+    :param defaults: register the core's default components and ranking strategies.
+    """
+    pm = ContextfusePluginManager()
+    if defaults:
+        from contextfuse import defaults as default_plugin
+
+        pm.register(default_plugin, name=DEFAULTS_PLUGIN_NAME)
+        pm.loaded.append(
+            LoadedPlugin(
+                DEFAULTS_PLUGIN_NAME,
+                "contextfuse-core",
+                _core_version(),
+                "",
+                tuple(sorted(h.name for h in pm.get_hookcallers(default_plugin) or ())),
+            )
+        )
+    pm.component_pins.update(component_pins or {})
+    if autoload is None:
+        autoload = os.environ.get("CONTEXTFUSE_PLUGIN_AUTOLOAD", "1") != "0"
+    env_block = [b for b in os.environ.get("CONTEXTFUSE_DISABLE_PLUGINS", "").split(",") if b]
+    if autoload:
+        pm.load_entry_points(on_error=on_error, block=[*block, *env_block], only=only)
+    return pm
+
+
+def _core_version() -> str:
+    try:
+        return importlib_metadata.version("contextfuse-core")
+    except importlib_metadata.PackageNotFoundError:
+        return ""

