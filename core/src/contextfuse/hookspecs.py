@@ -238,7 +238,7 @@ def contextfuse_tokenizers() -> Sequence[Tokenizer]:
     """Contribute tokenizers.
 
     Called when configuration names a tokenizer (``[tokenizer] name``). Returns tokenizer
-    objects; all results are collected and the one whose ``name`` matches is used.
+    objects. All results are collected and the one whose ``name`` matches is used.
     """
 
 
@@ -255,8 +255,8 @@ def contextfuse_model_providers() -> Sequence[Any]:
 def contextfuse_cli_commands() -> Sequence[Any]:
     """Contribute commands to the ``contextfuse`` command line.
 
-    Called once when the CLI starts. Returns ``click.Command`` objects; all are collected
-    and added under their own names. A name that clashes with a built-in command is reported
+    Called when the CLI is asked for a command that is not built in. Returns
+    ``click.Command`` objects. All results are collected and added under their own names. A name that clashes with a built-in command is reported
     and skipped.
     """
 

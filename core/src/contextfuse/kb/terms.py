@@ -1,0 +1,95 @@
+"""Code-aware terms for full-text search.
+
+The FTS5 table tokenises raw text with ``unicode61 tokenchars '_'``, so identifiers such as
+``get_queryset`` stay whole (lower-cased). This module adds what that tokenizer cannot see:
+the parts of identifiers (``get``, ``queryset``; ``QuerySet`` -> ``query``, ``set``) and whole
+paths (``django/db/models/query.py`` -> ``django_db_models_query_py``), and turns a free-text
+query into a list of the same terms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+
+__all__ = ["identifier_parts", "name_terms", "parts_text", "path_terms", "query_terms"]
+
+_WORD = re.compile(r"\w+")
+# A path-like token in a query: at least one separator between word characters.
+_PATHLIKE = re.compile(r"\w[\w\-]*(?:[./]\w[\w\-]*)+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
+_SEP = re.compile(r"[^\w]+")
+
+#: Parts shorter than this carry no signal (``i``, ``x``) and bloat the index.
+_MIN_PART = 2
+
+
+@lru_cache(maxsize=1 << 18)
+def identifier_parts(word: str) -> tuple[str, ...]:
+    """Lower-cased parts of an identifier, without the whole word itself.
+
+    ``get_queryset`` -> ``("get", "queryset")``, ``HTTPResponse`` -> ``("http", "response")``,
+    ``_private`` -> ``("private",)``, ``save`` -> ``()`` (nothing to add).
+    """
+    lowered = word.lower()
+    pieces = (p.lower() for chunk in word.split("_") if chunk for p in _CAMEL.findall(chunk))
+    return tuple(p for p in pieces if len(p) >= _MIN_PART and p != lowered)
+
+
+def parts_text(text: str) -> str:
+    """The identifier parts of ``text`` joined by spaces, repeated as often as they occur.
+
+    Repetition keeps BM25's term frequencies right for the parts column.
+    """
+    out: list[str] = []
+    for word, count in Counter(_WORD.findall(text)).items():
+        parts = identifier_parts(word)
+        if parts:
+            out.extend(parts * count)
+    return " ".join(out)
+
+
+def path_terms(path: str) -> str:
+    """Terms of a repository path: its parts, their identifier parts, and the path as one term.
+
+    ``django/db/models/query.py`` -> ``django db models query py query_py ...
+    django_db_models_query_py``.
+    """
+    words = _WORD.findall(path)
+    extra = [p for w in words for p in identifier_parts(w)]
+    name = path.rsplit("/", 1)[-1]
+    whole = [_joined(name), _joined(path)] if ("." in name or "/" in path) else []
+    return " ".join([*words, *extra, *whole])
+
+
+def name_terms(name: str, qualname: str) -> str:
+    """Terms of a node's name and qualified name (``QuerySet.filter``)."""
+    words = _WORD.findall(f"{name} {qualname}")
+    return " ".join([*words, *(p for w in words for p in identifier_parts(w))])
+
+
+def _joined(path: str) -> str:
+    return "_".join(w.lower() for w in _SEP.split(path) if w)
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct search terms of a free-text query, in order of first appearance.
+
+    Whole words (lower-cased), their identifier parts, and path-like tokens as one term each.
+    Only word characters survive, so any input (quotes, ``*``, parentheses) is safe to quote
+    into an FTS5 MATCH expression.
+    """
+    seen: dict[str, None] = {}
+    for token in _PATHLIKE.findall(query):
+        seen.setdefault(_joined(token), None)
+        name = token.rsplit("/", 1)[-1]
+        if name != token and "." in name:
+            seen.setdefault(_joined(name), None)
+    for word in _WORD.findall(query):
+        lowered = word.lower()
+        if len(lowered) >= _MIN_PART or lowered.isdigit():
+            seen.setdefault(lowered, None)
+        for part in identifier_parts(word):
+            seen.setdefault(part, None)
+    return list(seen)

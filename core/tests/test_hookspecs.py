@@ -1,0 +1,63 @@
+"""Every hook is specified, documented in its docstring and in docs/hooks.md."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+
+from contextfuse import hookspecs
+from contextfuse.components.protocols import COMPONENT_NAMES
+
+HOOKS = [n for n in hookspecs.__all__ if n.startswith("contextfuse_")]
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
+
+
+def docstring(name):
+    return " ".join((inspect.getdoc(getattr(hookspecs, name)) or "").split())
+
+
+def spec_options(name):
+    return getattr(getattr(hookspecs, name), "contextfuse_spec")
+
+
+def test_there_is_one_component_hook_per_pipeline_component():
+    firstresult = {n for n in HOOKS if spec_options(n).get("firstresult")}
+    assert firstresult == {f"contextfuse_{c}" for c in COMPONENT_NAMES}
+
+
+def test_the_collecting_hooks_cover_every_kind_of_contribution():
+    collecting = {n for n in HOOKS if not spec_options(n).get("firstresult")}
+    assert collecting == {
+        "contextfuse_strategies",
+        "contextfuse_backend_providers",
+        "contextfuse_index_contributors",
+        "contextfuse_tokenizers",
+        "contextfuse_model_providers",
+        "contextfuse_cli_commands",
+        "contextfuse_assembly_finished",
+    }
+
+
+@pytest.mark.parametrize("name", HOOKS)
+def test_each_hook_docstring_says_when_it_is_called_and_what_it_returns(name):
+    doc = docstring(name)
+    assert "Called " in doc and ("Returns" in doc or "Return values" in doc)
+
+
+@pytest.mark.parametrize("name", HOOKS)
+def test_each_hook_docstring_says_whether_the_first_result_wins(name):
+    doc = docstring(name)
+    if spec_options(name).get("firstresult"):
+        assert "Stops at the first non-None result" in doc
+    else:
+        assert "All results are collected" in doc or "every implementation is called" in doc
+
+
+@pytest.mark.parametrize("name", HOOKS)
+def test_each_hook_has_a_section_with_its_signature_in_the_hook_reference(name):
+    text = DOCS.read_text(encoding="utf-8")
+    signature = str(inspect.signature(getattr(hookspecs, name))).replace("'", "")
+    assert f"## {name}\n" in text
+    assert f"`{name}{signature}`" in text
