@@ -1,0 +1,163 @@
+"""Turning a strategy's ranked nodes into fragments at the right depths, within a budget.
+
+A toolkit for strategy authors, not a strategy: given node scores, it spends part of the
+budget on full source of the best code nodes (what an agent needs to edit) and the rest on a
+map of the best files at outline depth (what it needs to find its way), never returning
+two fragments that show the same lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from contextfuse.backends import BackendSet, Node, Rendering
+from contextfuse.models import ContextFragment, DetailDepth, FragmentProvenance
+
+__all__ = ["SelectionPolicy", "select_fragments"]
+
+_CODE_KINDS = frozenset({"function", "method", "class", "section", "module"})
+
+
+@attrs.frozen
+class SelectionPolicy:
+    """How a budget is split between code and the file map.
+
+    :param code_share: share of the budget for full-source (depth 9) fragments.
+    :param max_code_share: the largest share one full-source fragment may take; a bigger
+        node is shown at signature depth (4) instead.
+    :param whole_file_tokens: files at most this big are shown whole rather than by symbol.
+    :param max_outline_share: the largest share one file outline (depth 2) may take.
+    :param map_files: at most this many files in the map.
+    """
+
+    code_share: float = 0.6
+    max_code_share: float = 0.3
+    whole_file_tokens: int = 700
+    max_outline_share: float = 0.08
+    map_files: int = 60
+
+
+def _span(rendering: Rendering) -> tuple[int, int]:
+    return (rendering.line_start, rendering.line_end)
+
+
+def _covered(spans: list[tuple[int, int]], span: tuple[int, int]) -> bool:
+    return any(a <= span[0] and span[1] <= b for a, b in spans)
+
+
+def _overlaps(spans: list[tuple[int, int]], span: tuple[int, int]) -> bool:
+    return any(not (span[1] < a or b < span[0]) for a, b in spans)
+
+
+def select_fragments(
+    scores: Mapping[str, float],
+    backends: BackendSet,
+    available: int,
+    *,
+    strategy: str,
+    policy: SelectionPolicy | None = None,
+) -> list[ContextFragment]:
+    """Fragments for the nodes in ``scores`` (uri -> score >= 0), best first, within budget.
+
+    Scores are normalised so the best node has relevance 1.0. The result never exceeds
+    ``available`` tokens and holds at most one fragment per node.
+    """
+    policy = policy or SelectionPolicy()
+    store = backends.nodes
+    if store is None or not scores or available <= 0:
+        return []
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = ranked[0][1] or 1.0
+    nodes: dict[str, Node] = store.get_nodes([uri for uri, _ in ranked])
+    # Files of the scored nodes: a file is as good as its best node.
+    file_score: dict[str, float] = {}
+    for uri, score in ranked:
+        node = nodes.get(uri)
+        if node is not None:
+            file_uri = node.file_uri
+            file_score[file_uri] = max(file_score.get(file_uri, 0.0), score)
+    missing_files = [f for f in file_score if f not in nodes]
+    nodes.update(store.get_nodes(missing_files))
+    wanted = list({uri for uri, _ in ranked} | set(file_score))
+    renderings: dict[str, dict[int, Rendering]] = store.get_renderings(
+        wanted, (DetailDepth.FULL_SOURCE, DetailDepth.SIGNATURES, DetailDepth.OUTLINE)
+    )
+
+    chosen: list[tuple[float, ContextFragment]] = []
+    spans: dict[str, list[tuple[int, int]]] = {}
+    used = 0
+
+    def take(node: Node, rendering: Rendering, score: float) -> None:
+        nonlocal used
+        chosen.append((score, _fragment(node, rendering, score / top, strategy)))
+        spans.setdefault(node.file_uri, []).append(_span(rendering))
+        used += rendering.token_count
+
+    # Phase 1: full source of the best nodes (small files whole).
+    code_budget = int(available * policy.code_share)
+    max_piece = max(1, int(available * policy.max_code_share))
+    for uri, score in ranked:
+        if used >= code_budget:
+            break
+        node = nodes.get(uri)
+        if node is None:
+            continue
+        by_depth = renderings.get(uri, {})
+        if node.kind == "file":
+            full = by_depth.get(DetailDepth.FULL_SOURCE)
+            if full is None or full.token_count > policy.whole_file_tokens:
+                continue  # big files are shown by their symbols and in the map
+        elif node.kind not in _CODE_KINDS:
+            continue
+        file_spans = spans.get(node.file_uri, [])
+        full = by_depth.get(DetailDepth.FULL_SOURCE)
+        if full is None:
+            continue
+        if _covered(file_spans, _span(full)):
+            continue
+        choice = full
+        if full.token_count > max_piece or _overlaps(file_spans, _span(full)):
+            choice = by_depth.get(DetailDepth.SIGNATURES, full)
+            if choice.token_count > max_piece or _overlaps(file_spans, _span(choice)):
+                continue
+        if used + choice.token_count <= code_budget:
+            take(node, choice, score)
+
+    # Phase 2: a map of the best files not shown yet, at outline depth.
+    max_outline = max(1, int(available * policy.max_outline_share))
+    mapped = 0
+    for file_uri, score in sorted(file_score.items(), key=lambda kv: (-kv[1], kv[0])):
+        if mapped >= policy.map_files or used >= available:
+            break
+        if file_uri in spans:
+            continue
+        node = nodes.get(file_uri)
+        outline = renderings.get(file_uri, {}).get(DetailDepth.OUTLINE)
+        if node is None or outline is None or outline.token_count > max_outline:
+            continue
+        if used + outline.token_count <= available:
+            take(node, outline, score * 0.9)
+            mapped += 1
+
+    chosen.sort(key=lambda sf: (-sf[0], -sf[1].detail_depth, sf[1].uko_node))
+    return [fragment for _, fragment in chosen]
+
+
+def _fragment(node: Node, rendering: Rendering, relevance: float, strategy: str) -> ContextFragment:
+    metadata: dict[str, Any] = {"strategy": strategy, "kind": node.kind}
+    return ContextFragment(
+        uko_node=node.uri,
+        content=rendering.content,
+        detail_depth=rendering.depth,
+        token_count=rendering.token_count,
+        relevance_score=max(0.0, min(1.0, relevance)),
+        provenance=FragmentProvenance(
+            resource_uri=node.file_uri,
+            location=rendering.location,
+            resource_type=node.resource_type,
+        ),
+        metadata=metadata,
+    )

@@ -1,0 +1,80 @@
+"""The simple-keyword strategy: BM25 plus exact matches of what the request names."""
+
+from __future__ import annotations
+
+from contextfuse import (
+    BackendSet,
+    ContextBudget,
+    ContextFragment,
+    ContextRequest,
+    PlanContext,
+    StrategyCapabilities,
+)
+from contextfuse.selection import select_fragments
+
+from contextfuse_simple_keyword.query import extract_mentions
+
+__all__ = ["SimpleKeywordStrategy"]
+
+#: How much an exact mention adds, relative to the best BM25 hit (which scores 1.0).
+PATH_WEIGHT = 1.5
+SYMBOL_WEIGHT = 1.0
+TEXT_HITS = 300
+
+
+class SimpleKeywordStrategy:
+    """BM25 full-text search plus exact identifiers and paths; the universal fallback."""
+
+    name = "simple-keyword"
+    capabilities = StrategyCapabilities(
+        uses_text=True,
+        resource_types=("code", "docs", "text"),
+        uko_levels=(0, 2, 4, 9),
+        quality_score=0.3,
+    )
+
+    def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
+        if backends.text is None or backends.nodes is None:
+            return 0.0
+        return 0.5 if request.query.strip() or request.focus_nodes else 0.0
+
+    def scores(self, request: ContextRequest, backends: BackendSet) -> dict[str, float]:
+        """Node URI -> score: normalised BM25 plus bonuses for exact mentions."""
+        scores: dict[str, float] = {}
+        hits = backends.text.search(request.query, limit=TEXT_HITS) if request.query else []
+        if hits:
+            best = max(h.score for h in hits) or 1.0
+            for hit in hits:
+                scores[hit.uri] = hit.score / best
+        mentions = extract_mentions(request.query)
+        for path in mentions.paths:
+            found = backends.nodes.find_paths(path, limit=5)
+            for node in found:
+                scores[node.uri] = scores.get(node.uri, 0.0) + PATH_WEIGHT / len(found)
+        for name in mentions.symbols:
+            found = backends.nodes.find_symbols(name, limit=20)
+            for node in found:
+                # A name defined in one place says more than one defined in twenty.
+                bonus = SYMBOL_WEIGHT / len(found) ** 0.5
+                scores[node.uri] = scores.get(node.uri, 0.0) + bonus
+        for focus in request.focus_nodes:
+            scores[focus] = scores.get(focus, 0.0) + PATH_WEIGHT
+        return scores
+
+    def assemble(
+        self,
+        request: ContextRequest,
+        backends: BackendSet,
+        budget: ContextBudget,
+        plan_context: PlanContext,
+    ) -> list[ContextFragment]:
+        return select_fragments(
+            self.scores(request, backends), backends, budget.available_tokens, strategy=self.name
+        )
+
+    def explain(self) -> str:
+        return (
+            "BM25 over code-aware terms plus exact matches of the file paths, dotted names and "
+            "identifiers the request mentions; the best code at full source, then a map of "
+            "the next best files."
+        )
