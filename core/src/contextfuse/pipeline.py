@@ -29,7 +29,6 @@ from contextfuse.models import (
     ContextFragment,
     ContextPayload,
     ContextRequest,
-    ContextStrategyResult,
     PlanContext,
 )
 from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
@@ -224,7 +223,7 @@ class ACMSPipeline:
             backends=backends,
             plan_context=plan,
         )
-        sources, ranks = _provenance_of(coordination.results)
+        sources, ranks = coordination.sources(), coordination.ranks()
         quality = {s.name: s.capabilities.quality_score for s in chosen}
 
         # Phase 2: fusion. A preamble's tokens come off the budget before packing.
@@ -329,23 +328,6 @@ def _fusion_config(section: Mapping[str, Any]) -> Any:
 
 def _in_focus(node: str, focus: Iterable[str]) -> bool:
     return any(node == f or node.startswith(f + "#") for f in focus)
-
-
-def _provenance_of(
-    results: Sequence[ContextStrategyResult],
-) -> tuple[dict[str, list[str]], dict[str, dict[str, int]]]:
-    """Which strategies returned each node, and each strategy's own rank of its nodes."""
-    sources: dict[str, list[str]] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    for result in results:
-        order = result.stats.get("rank_order") or [f.uko_node for f in result.fragments]
-        own: dict[str, int] = {}
-        for node in order:
-            own.setdefault(node, len(own))
-        ranks[result.strategy_name] = own
-        for node in own:
-            sources.setdefault(node, []).append(result.strategy_name)
-    return sources, ranks
 
 
 def _explain(

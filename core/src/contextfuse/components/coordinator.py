@@ -22,17 +22,26 @@ Decisions where the spec is silent:
   as a success for its circuit and the trim is reported.
 * ``CoordinationResult.strategies_used`` lists the strategies that ran successfully *and*
   contributed at least one fragment, in allocation order.
+
+Every ``ContextStrategyResult`` the executor writes has ``stats["status"]`` (``ok``, ``error``,
+``timeout``, ``not_started``, ``circuit_open`` or ``skipped``) and ``stats["allocation"]``; a
+successful one also has ``rank_order`` (uko_node in the strategy's own order, first occurrence)
+and ``fragment_order`` (fragment_id in that order), and when trimmed ``trimmed_tokens`` and
+``trimmed_fragments``.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import numbers
+import os
+import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from fractions import Fraction
 from typing import Any, Literal
 
 import attrs
@@ -55,7 +64,7 @@ from contextfuse.models import (
     ContextStrategyResult,
     PlanContext,
 )
-from contextfuse.strategy import ContextStrategy, as_strategy
+from contextfuse.strategy import ContextStrategy, V1StrategyAdapter, as_strategy
 
 __all__ = [
     "CircuitState",
@@ -87,6 +96,11 @@ _SKIPPED = "skipped"
 
 class CoordinatorConfig(BaseModel):
     """Settings of the coordinator and its three components (the ``[coordinator]`` table).
+
+    The first six are the spec's (``spec/acms-fusion.md``). ``circuit_breaker_cooldown``: seconds
+    an open circuit waits before letting one trial call through. ``max_fragments_per_strategy``:
+    fragments kept from one run, in the strategy's order (the registry's ``max_fragments``).
+    ``per_strategy_max_cap`` must be at least ``min_useful_budget``.
 
     ``timeout_seconds``, ``max_workers`` and ``max_fragments`` (the registry's names for the same
     settings) are accepted as aliases of ``executor_timeout``, ``executor_max_workers`` and
@@ -268,25 +282,40 @@ def _short_repr(value: object, limit: int = 60) -> str:
 # ---- allocation -------------------------------------------------------------------------------
 
 
-def _largest_remainder(weights: Sequence[Fraction], names: Sequence[str], total: int) -> list[int]:
+def _integer_weights(values: Sequence[float]) -> list[int]:
+    """Positive finite floats as integers in exactly the same proportions.
+
+    A float is ``n / 2**k``; scaling all of them to the largest ``2**k`` makes them integers,
+    so the shares below are computed exactly (and much faster than with ``Fraction``).
+    """
+    ratios = [float(value).as_integer_ratio() for value in values]
+    shift = max(d.bit_length() for _, d in ratios)
+    return [n << (shift - d.bit_length()) for n, d in ratios]
+
+
+def _largest_remainder(weights: Sequence[int], names: Sequence[str], total: int) -> list[int]:
     """Integer shares of ``total`` proportional to ``weights`` (all > 0), summing to ``total``.
 
-    Exact rational arithmetic; the tokens left after flooring go to the largest remainders,
+    Exact integer arithmetic; the tokens left after flooring go to the largest remainders,
     ties broken by name, then position.
     """
-    denominator = sum(weights, Fraction(0))
-    quotas = [total * w / denominator for w in weights]
-    shares = [q.numerator // q.denominator for q in quotas]
+    denominator = sum(weights)
+    shares: list[int] = []
+    remainders: list[int] = []
+    for weight in weights:
+        share, remainder = divmod(total * weight, denominator)
+        shares.append(share)
+        remainders.append(remainder)
     leftover = total - sum(shares)
     if leftover:
-        order = sorted(range(len(shares)), key=lambda i: (shares[i] - quotas[i], names[i], i))
+        order = sorted(range(len(shares)), key=lambda i: (-remainders[i], names[i], i))
         for i in order[:leftover]:
             shares[i] += 1
     return shares
 
 
 def _capped_shares(
-    weights: Sequence[Fraction], names: Sequence[str], total: int, cap: int | None
+    weights: Sequence[int], names: Sequence[str], total: int, cap: int | None
 ) -> list[int]:
     """Proportional shares where no share exceeds ``cap``; excess goes to the uncapped ones.
 
@@ -299,9 +328,9 @@ def _capped_shares(
     remaining = total
     while free and remaining > 0:
         split = _largest_remainder([weights[i] for i in free], [names[i] for i in free], remaining)
-        over = {i for i, s in zip(free, split) if cap is not None and s > cap}
+        over = {i for i, s in zip(free, split, strict=True) if cap is not None and s > cap}
         if not over:
-            for i, s in zip(free, split):
+            for i, s in zip(free, split, strict=True):
                 shares[i] = s
             break
         assert cap is not None
@@ -352,7 +381,7 @@ class ProportionalBudgetAllocator:
             return []
         usable.sort(key=lambda entry: entry[:3])
         ranked = [entry[3] for entry in usable]
-        weights = [Fraction(c.confidence) for c in ranked]
+        weights = _integer_weights([c.confidence for c in ranked])
         names = [c.name for c in ranked]
         cap = self._config.per_strategy_max_cap
         minimum = self._config.min_useful_budget
@@ -365,7 +394,7 @@ class ProportionalBudgetAllocator:
             kept -= 1
         return [
             Allocation(strategy=c.strategy, confidence=c.confidence, tokens=s)
-            for c, s in zip(ranked, shares)
+            for c, s in zip(ranked[:kept], shares, strict=True)
             if s > 0
         ]
 
@@ -392,6 +421,71 @@ class _Outcome:
     result: ContextStrategyResult
     failed: bool  # counts against the circuit
     trimmed_tokens: int = 0
+
+
+class _WorkerPool:
+    """Daemon threads that run jobs, kept between rounds (at most ``keep`` of them idle).
+
+    Starting threads every round costs a hand-off per thread; idle workers only need a queue
+    put. A worker stuck in a strategy that never returns is simply not idle: later rounds start
+    new workers, so it can delay nothing but itself. Daemon threads never hold up exit.
+    """
+
+    def __init__(self, keep: int) -> None:
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._idle = 0
+        self._closed = False
+        self._pid = os.getpid()
+        self._serial = itertools.count()
+
+    def run(self, job: Callable[[], None], copies: int) -> int:
+        """Run ``copies`` copies of ``job``, each on its own worker; returns how many could."""
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child has none of the parent's threads
+                self._jobs, self._idle, self._pid = queue.SimpleQueue(), 0, os.getpid()
+            self._closed = False
+            reused = min(self._idle, copies)
+            self._idle -= reused
+            jobs = self._jobs
+        for _ in range(copies):
+            jobs.put(job)
+        running = reused
+        for _ in range(copies - reused):
+            thread = threading.Thread(
+                target=self._work,
+                args=(jobs,),
+                name=f"contextfuse-strategy-{next(self._serial)}",
+                daemon=True,
+            )
+            try:
+                thread.start()
+            except RuntimeError:  # "can't start new thread": make do with the workers we have
+                logger.exception("could not start a strategy worker")
+                break
+            running += 1
+        return running
+
+    def _work(self, jobs: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+        while (job := jobs.get()) is not None:
+            try:
+                job()
+            except BaseException:  # a job is ours and catches strategy errors; never die silently
+                logger.exception("strategy worker job failed")
+            with self._lock:
+                if self._closed or jobs is not self._jobs or self._idle >= self._keep:
+                    return
+                self._idle += 1
+
+    def close(self) -> None:
+        """Let the idle workers exit (a busy one exits when its job ends)."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, 0
+            jobs = self._jobs
+        for _ in range(idle):
+            jobs.put(None)
 
 
 class _Round:
@@ -459,10 +553,11 @@ def _rank_order(fragments: Iterable[ContextFragment]) -> list[str]:
 class ParallelStrategyExecutor:
     """Runs strategies on threads, within a round deadline, behind per-strategy circuit breakers.
 
-    Each round starts up to ``executor_max_workers`` daemon threads that take the allocations
-    in order. The round returns once every strategy finished or ``executor_timeout`` seconds
-    after it started, whichever comes first; a strategy that never returns is abandoned on its
-    (daemon) thread and cannot hold up later rounds or interpreter exit.
+    Each round hands its allocations, in order, to up to ``executor_max_workers`` daemon worker
+    threads (idle workers are kept between rounds; ``close()`` stops them). The round returns
+    once every strategy finished or ``executor_timeout`` seconds after it started, whichever
+    comes first; a strategy that never returns is abandoned on its worker, which later rounds
+    replace, so it cannot hold up later rounds or interpreter exit.
 
     Results are validated: a strategy must return a list or tuple of ``ContextFragment``.
     Fragments are kept in the strategy's order while they fit its allocation (one that would
@@ -488,6 +583,15 @@ class ParallelStrategyExecutor:
         self._clock = clock
         self._lock = threading.Lock()
         self._circuits: dict[str, _Circuit] = {}
+        self._pool = _WorkerPool(keep=self._config.executor_max_workers)
+        self._finalizer = weakref.finalize(self, self._pool.close)
+
+    def close(self) -> None:
+        """Stop the idle worker threads (done automatically when the executor is collected).
+
+        The executor stays usable: a later round starts workers again.
+        """
+        self._pool.close()
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -615,7 +719,7 @@ class ParallelStrategyExecutor:
 
         trimmed: dict[str, int] = {}
         outcomes = self._run_round(tasks, request, backends, plan_context)
-        for task, outcome in zip(tasks, outcomes):
+        for task, outcome in zip(tasks, outcomes, strict=True):
             name = task.allocation.name
             result = outcome.result
             ran = result.stats.get("status") != _NOT_STARTED
@@ -645,20 +749,22 @@ class ParallelStrategyExecutor:
         def work() -> None:
             while (index := state.claim()) is not None:
                 allocation = tasks[index].allocation
-                outcome = _run_strategy(allocation, request, backends, plan_context, max_fragments)
+                try:
+                    outcome = _run_strategy(
+                        allocation, request, backends, plan_context, max_fragments
+                    )
+                except Exception as exc:  # a bug of ours must not leave the round waiting
+                    logger.exception("executor failed on strategy %s", allocation.name)
+                    outcome = _failure(allocation, f"executor error {_describe(exc)}", _ERROR, 0.0)
                 state.finish(index, outcome)
 
-        workers = min(self._config.executor_max_workers, len(tasks))
-        for number in range(workers):
-            thread = threading.Thread(
-                target=work, name=f"contextfuse-strategy-{number}", daemon=True
-            )
-            thread.start()
-        state.done.wait(timeout)
+        workers = self._pool.run(work, min(self._config.executor_max_workers, len(tasks)))
+        if workers:
+            state.done.wait(timeout)
         outcomes, started = state.close()
         now = time.perf_counter()
         final: list[_Outcome] = []
-        for task, outcome, began in zip(tasks, outcomes, started):
+        for task, outcome, began in zip(tasks, outcomes, started, strict=True):
             if outcome is None:
                 outcome = _unfinished(task.allocation, began, now, timeout, workers)
             final.append(outcome)
@@ -708,7 +814,7 @@ def _run_strategy(
         returned: object = allocation.strategy.assemble(
             request, backends, ContextBudget.of(tokens), plan_context
         )
-    except BaseException as exc:  # noqa: BLE001 - a strategy's failure must not kill the worker
+    except BaseException as exc:  # a strategy's failure (even SystemExit) must not kill the worker
         elapsed = (time.perf_counter() - start) * 1000.0
         logger.warning("strategy %s failed: %s", name, _describe(exc))
         logger.debug("strategy %s traceback", name, exc_info=exc)
@@ -835,6 +941,27 @@ def _in_strategy_order(result: ContextStrategyResult) -> list[ContextFragment]:
     return fragments
 
 
+# strategy object -> whether it needed the v1 adapter. ``as_strategy`` inspects signatures and
+# runs a runtime protocol check (~80 us a strategy); strategies are long-lived, so remember it.
+_V1_BY_OBJECT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_V1_LOCK = threading.Lock()
+
+
+def _adapt(obj: Any) -> ContextStrategy:
+    """``as_strategy(obj)``, remembering per object whether it is a v1 strategy."""
+    try:
+        with _V1_LOCK:
+            v1 = _V1_BY_OBJECT.get(obj)
+    except TypeError:  # not weak-referenceable or not hashable: no memo
+        return as_strategy(obj)
+    if v1 is None:
+        strategy = as_strategy(obj)  # raises TypeError for a non-strategy
+        with _V1_LOCK:
+            _V1_BY_OBJECT[obj] = strategy is not obj
+        return strategy
+    return V1StrategyAdapter(obj) if v1 else obj
+
+
 def _coerce_fragments(fragments: Iterable[ContextFragment | Mapping[str, Any]]) -> FragmentBackend:
     items: list[ContextFragment] = []
     for position, item in enumerate(fragments):
@@ -909,7 +1036,7 @@ class StrategyCoordinator:
         total = (
             budget if isinstance(budget, ContextBudget) else ContextBudget.of(budget)
         ).available_tokens
-        pool = [as_strategy(s) for s in strategies]
+        pool = [_adapt(s) for s in strategies]
 
         errors: list[str] = []
         if isinstance(self._selector, ConfidenceWeightedSelector):
