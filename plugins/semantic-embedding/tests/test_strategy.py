@@ -1,0 +1,98 @@
+"""The semantic-embedding strategy and its index contributor on a repository indexed for real."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse.kb import index, open_backends
+from contextfuse.plugins import make_plugin_manager
+from contextfuse.testing import assert_strategy_conforms
+from contextfuse_semantic_embedding import SemanticEmbeddingStrategy, SemanticIndexContributor
+
+FILES = {
+    "text/slug.py": '''def slugify(title):
+    """Turn a title into a lowercase, dash-separated url fragment."""
+    return "-".join(title.lower().split())
+''',
+    "net/retry.py": '''import time
+
+
+def retry_with_backoff(call, attempts=5):
+    """Call again after an exponentially growing sleep when it raises."""
+    for attempt in range(attempts):
+        try:
+            return call()
+        except OSError:
+            time.sleep(2 ** attempt)
+    raise TimeoutError("gave up")
+''',
+    "db/pool.py": '''class ConnectionPool:
+    """Keeps database connections open for reuse."""
+
+    def acquire(self):
+        return self._free.pop()
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("semantic")
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def stats(repo):
+    return index(repo, pm=make_plugin_manager(autoload=False),
+                 contributors=[SemanticIndexContributor()])
+
+
+@pytest.fixture(scope="module")
+def backends(repo, stats) -> BackendSet:
+    return open_backends(repo)
+
+
+def assemble(backends, query):
+    return SemanticEmbeddingStrategy().assemble(
+        ContextRequest(query=query), backends, ContextBudget.of(2000), PlanContext()
+    )
+
+
+def test_the_strategy_conforms_to_the_protocol():
+    assert_strategy_conforms(SemanticEmbeddingStrategy())
+
+
+def test_indexing_stores_vectors_of_the_shipped_model(backends):
+    assert SemanticEmbeddingStrategy().embedder.name in backends.vector.models()
+
+
+def test_a_paraphrase_finds_the_code_it_describes(backends):
+    fragments = assemble(backends, "wait longer and longer between attempts after a failure")
+    assert fragments[0].provenance.resource_uri.endswith("net/retry.py")
+
+
+def test_it_handles_a_request_only_when_vectors_exist(backends):
+    strategy = SemanticEmbeddingStrategy()
+    assert strategy.can_handle(ContextRequest(query="x"), backends) > 0
+    assert strategy.can_handle(ContextRequest(query="x"), BackendSet()) == 0.0
+
+
+def test_unchanged_nodes_are_not_embedded_again(repo, stats):
+    again = index(repo, pm=make_plugin_manager(autoload=False),
+                  contributors=[SemanticIndexContributor()])
+    assert again.contributors["semantic-embedding"].startswith("ok (embedded 0, cached ")
+
+
+def test_the_plugin_contributes_the_strategy_and_the_contributor():
+    pm = make_plugin_manager()
+    assert "semantic-embedding" in {s.strategy.name for s in pm.strategy_sources()}
+    contributed = [c for r in pm.hook.contextfuse_index_contributors() for c in r]
+    assert any(c.name == "semantic-embedding" for c in contributed)

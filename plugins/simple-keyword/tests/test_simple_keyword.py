@@ -1,0 +1,114 @@
+"""The simple-keyword strategy on a repository the test creates and indexes for real."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse.kb import index, open_backends
+from contextfuse.plugins import make_plugin_manager
+from contextfuse.testing import assert_strategy_conforms
+from contextfuse_simple_keyword import SimpleKeywordStrategy
+from contextfuse_simple_keyword.query import extract_mentions
+
+FILES = {
+    "shop/cart.py": '''"""The shopping cart."""
+
+
+class ShoppingCart:
+    """Items a customer is about to buy."""
+
+    def __init__(self):
+        self.items = []
+
+    def add_item(self, item, count=1):
+        """Add ``count`` of ``item``."""
+        if count <= 0:
+            raise ValueError("count must be positive")
+        self.items.append((item, count))
+
+    def total(self, prices):
+        return sum(prices[item] * count for item, count in self.items)
+''',
+    "shop/pricing.py": '''"""Prices and discounts."""
+
+
+def apply_discount(price, percent):
+    """Lower ``price`` by ``percent`` percent."""
+    return price * (100 - percent) / 100
+
+
+def round_price(value):
+    return round(value, 2)
+''',
+    "docs/guide.md": "# Guide\n\n## Discounts\n\nUse apply_discount for sales.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def backends(tmp_path_factory) -> BackendSet:
+    repo = tmp_path_factory.mktemp("shop")
+    for rel, text in FILES.items():
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    index(repo, pm=make_plugin_manager(autoload=False))
+    return open_backends(repo)
+
+
+def run(backends: BackendSet, query: str, tokens: int = 2000):
+    return SimpleKeywordStrategy().assemble(
+        ContextRequest(query=query), backends, ContextBudget.of(tokens), PlanContext()
+    )
+
+
+def test_the_strategy_conforms_to_the_protocol():
+    assert_strategy_conforms(SimpleKeywordStrategy())
+
+
+def test_a_named_method_comes_first_at_full_source(backends):
+    fragments = run(backends, "ShoppingCart.add_item raises ValueError for zero")
+    first = fragments[0]
+    assert first.uko_node.endswith("shop/cart.py#ShoppingCart.add_item")
+    assert first.detail_depth == 9
+    assert "count must be positive" in first.content
+
+
+def test_a_path_in_a_traceback_brings_its_file(backends):
+    query = 'Traceback:\n  File "shop/pricing.py", line 5, in apply_discount\nZeroDivisionError'
+    files = {f.provenance.resource_uri for f in run(backends, query)}
+    assert any(uri.endswith("shop/pricing.py") for uri in files)
+
+
+def test_fragments_carry_file_provenance_and_line_ranges(backends):
+    fragment = run(backends, "apply_discount percent")[0]
+    assert fragment.provenance.resource_uri.endswith("shop/pricing.py")
+    assert fragment.provenance.location.startswith("L")
+
+
+def test_the_result_never_exceeds_the_budget(backends):
+    for tokens in (1, 20, 60, 200):
+        assert sum(f.token_count for f in run(backends, "cart item price", tokens)) <= tokens
+
+
+def test_without_a_text_backend_it_cannot_handle_the_request():
+    assert SimpleKeywordStrategy().can_handle(ContextRequest(query="x"), BackendSet()) == 0.0
+
+
+def test_mentions_find_paths_dotted_names_and_identifiers():
+    mentions = extract_mentions(
+        "In `shop/cart.py` the call cart.add_item(x) and ShoppingCart fail in apply_discount"
+    )
+    assert "shop/cart.py" in mentions.paths
+    assert {"cart.add_item", "add_item", "ShoppingCart", "apply_discount"} <= set(
+        mentions.symbols
+    )
+
+
+def test_the_plugin_is_found_through_its_entry_point():
+    pm = make_plugin_manager()
+    assert "simple-keyword" in {s.strategy.name for s in pm.strategy_sources()}
