@@ -1,0 +1,124 @@
+"""`contextfuse assemble`, `strategies list` and `project context set` end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from contextfuse import ContextPayload
+
+pytestmark = pytest.mark.slow
+
+CLI = [sys.executable, "-m", "contextfuse.cli.main"]
+
+FILES = {
+    "app/server.py": '''"""The HTTP server."""
+
+
+class Server:
+    def start(self, port):
+        """Bind ``port`` and serve until stopped."""
+        if port < 1024:
+            raise PermissionError("privileged port")
+        self.port = port
+''',
+    "app/config.py": '''def load_config(path):
+    """Read the TOML configuration at ``path``."""
+    return open(path).read()
+''',
+    "README.md": "# App\n\nA small server.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("app")
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch):
+    monkeypatch.setenv("CONTEXTFUSE_CONFIG", str(tmp_path / "no-user-config.toml"))
+
+    def run(*args, stdin=None, env=None):
+        import os
+
+        return subprocess.run([*CLI, *args], capture_output=True, text=True, input=stdin,
+                              timeout=300, env={**os.environ, **(env or {})})
+
+    return run
+
+
+def test_assemble_prints_a_valid_payload_within_budget_as_json(cli, repo):
+    done = cli("assemble", "why does Server.start raise PermissionError", "--repo", str(repo),
+               "--budget", "600", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    payload = ContextPayload.model_validate_json(done.stdout)
+    assert payload.is_within_budget and payload.budget.max_tokens == 600
+    assert payload.fragments[0].uko_node.endswith("app/server.py#Server.start")
+
+
+def test_assemble_reads_the_query_from_standard_input(cli, repo):
+    done = cli("assemble", "-", "--repo", str(repo), "--format", "json",
+               stdin="load_config reads TOML")
+    assert done.returncode == 0, done.stderr
+    uris = [f["provenance"]["resource_uri"] for f in json.loads(done.stdout)["fragments"]]
+    assert any(u.endswith("app/config.py") for u in uris)
+
+
+def test_markdown_output_shows_path_line_range_and_depth(cli, repo):
+    done = cli("assemble", "Server.start port", "--repo", str(repo))
+    assert done.returncode == 0, done.stderr
+    assert "### app/server.py L5-L9 `Server.start` (full source" in done.stdout
+
+
+def test_explain_says_which_strategies_returned_each_fragment(cli, repo):
+    done = cli("assemble", "Server.start", "--repo", str(repo), "--explain", "--format", "json")
+    explanation = json.loads(done.stdout)["explanation"]
+    first = explanation["fragments"][0]
+    assert first["strategies"] and first["components"] and first["depth_reason"]
+
+
+def test_an_unknown_strategy_is_an_error_naming_the_known_ones(cli, repo):
+    done = cli("assemble", "x", "--repo", str(repo), "--strategy", "nope")
+    assert done.returncode == 2
+    assert "unknown strategy 'nope'" in done.stderr and "simple-keyword" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_without_the_semantic_plugin_context_still_comes_from_simple_keyword(cli, repo):
+    done = cli("assemble", "load_config", "--repo", str(repo), "--format", "json",
+               env={"CONTEXTFUSE_DISABLE_PLUGINS": "semantic-embedding"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["strategies_used"] == ["simple-keyword"]
+
+
+def test_strategies_list_shows_capabilities_quality_and_availability(cli, repo):
+    done = cli("strategies", "list", "--repo", str(repo), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    rows = {r["name"]: r for r in json.loads(done.stdout)["strategies"]}
+    assert rows["simple-keyword"]["quality_score"] == 0.3 and rows["simple-keyword"]["available"]
+    assert rows["semantic-embedding"]["capabilities"]["uses_vector"]
+    assert not rows["breadth-depth-navigator"]["available"]
+
+
+def test_project_context_set_writes_the_project_override(cli, repo):
+    done = cli("project", "context", "set", "--strategy", "simple-keyword", "--repo", str(repo))
+    assert done.returncode == 0, done.stderr
+    assert 'enabled = ["simple-keyword"]' in (repo / ".contextfuse" / "config.toml").read_text()
+    again = cli("assemble", "Server", "--repo", str(repo), "--format", "json")
+    assert json.loads(again.stdout)["strategies_used"] == ["simple-keyword"]
+    (repo / ".contextfuse" / "config.toml").unlink()
+
+
+def test_project_context_set_rejects_an_unknown_strategy(cli, repo):
+    done = cli("project", "context", "set", "--strategy", "ghost", "--repo", str(repo))
+    assert done.returncode == 2 and "unknown strategy 'ghost'" in done.stderr
