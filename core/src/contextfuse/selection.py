@@ -31,6 +31,8 @@ class SelectionPolicy:
     :param whole_file_tokens: files at most this big are shown whole rather than by symbol.
     :param max_outline_share: the largest share one file outline (depth 2) may take.
     :param map_files: at most this many files in the map.
+    :param max_fragments: at most this many fragments in all (the registry's default
+        ``max_fragments`` per strategy).
     """
 
     code_share: float = 0.6
@@ -38,6 +40,7 @@ class SelectionPolicy:
     whole_file_tokens: int = 700
     max_outline_share: float = 0.08
     map_files: int = 60
+    max_fragments: int = 100
 
 
 def _span(rendering: Rendering) -> tuple[int, int]:
@@ -100,7 +103,7 @@ def select_fragments(
     code_budget = int(available * policy.code_share)
     max_piece = max(1, int(available * policy.max_code_share))
     for uri, score in ranked:
-        if used >= code_budget:
+        if used >= code_budget or len(chosen) >= policy.max_fragments:
             break
         node = nodes.get(uri)
         if node is None:
@@ -131,6 +134,8 @@ def select_fragments(
     mapped = 0
     for file_uri, score in sorted(file_score.items(), key=lambda kv: (-kv[1], kv[0])):
         if mapped >= policy.map_files or used >= available:
+            break
+        if len(chosen) >= policy.max_fragments:
             break
         if file_uri in spans:
             continue
