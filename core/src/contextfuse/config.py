@@ -107,8 +107,24 @@ class ContextfuseConfig(BaseModel):
 
     def pipeline_config(self) -> dict[str, Any]:
         """The sections ``ACMSPipeline(config=...)`` takes."""
+        coordinator = dict(self.coordinator)
+        if self.strategy_settings:
+            # Per-strategy settings become the executor's per-strategy limits; the pool is as
+            # large as the largest max_workers asked for.
+            limits = {
+                name: settings.model_dump(
+                    include={"timeout_seconds", "max_fragments", "circuit_breaker_threshold"},
+                    exclude_unset=True,
+                )
+                for name, settings in self.strategy_settings.items()
+            }
+            coordinator.setdefault("strategy_limits", limits)
+            workers = [s.max_workers for s in self.strategy_settings.values()
+                       if "max_workers" in s.model_fields_set]
+            if workers:
+                coordinator.setdefault("executor_max_workers", max(workers))
         return {
-            "coordinator": dict(self.coordinator),
+            "coordinator": coordinator,
             "fusion": dict(self.fusion),
             "finalize": dict(self.finalize),
             "components": dict(self.components),

@@ -148,6 +148,7 @@ def test_config_defaults_are_the_specs() -> None:
         "per_strategy_max_cap": None,
         "circuit_breaker_cooldown": 30.0,
         "max_fragments_per_strategy": 100,
+        "strategy_limits": {},
     }
 
 

@@ -561,3 +561,29 @@ def test_reset_circuits_closes_every_circuit() -> None:
     run(ex, (Stub("flaky", boom), 100))
     ex.reset_circuits()
     assert (ex.circuit_state("flaky"), ex.consecutive_failures("flaky")) == ("closed", 0)
+
+
+def test_a_strategy_is_held_to_its_own_timeout(release: threading.Event) -> None:
+    ex = executor(executor_timeout=5.0, strategy_limits={"stuck": {"timeout_seconds": 0.2}})
+    good = Stub("good", returns([frag("project://p/a.py")]))
+    started = time.perf_counter()
+    report = run(ex, (Stub("stuck", hangs(release)), 100), (good, 100))
+    assert time.perf_counter() - started < 1.0
+    assert result_of(report, "stuck").errors == ("timed out after 0.2 s",)
+    assert status(report, "good") == "ok"
+
+
+def test_a_strategy_is_held_to_its_own_max_fragments() -> None:
+    many = [frag(f"project://p/{i}.py", tokens=1) for i in range(10)]
+    ex = executor(strategy_limits={"many": {"max_fragments": 3}})
+    report = run(ex, (Stub("many", returns(many)), 100), (Stub("other", returns(many)), 100))
+    assert len(result_of(report, "many").fragments) == 3
+    assert len(result_of(report, "other").fragments) == 10
+
+
+def test_a_strategy_is_held_to_its_own_breaker_threshold() -> None:
+    ex = executor(circuit_breaker_threshold=5,
+                  strategy_limits={"fragile": {"circuit_breaker_threshold": 1}})
+    run(ex, (Stub("fragile", boom), 100), (Stub("sturdy", boom), 100))
+    assert ex.circuit_state("fragile") == "open"
+    assert ex.circuit_state("sturdy") == "closed"

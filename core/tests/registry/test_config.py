@@ -72,3 +72,15 @@ def test_writing_project_strategies_keeps_other_settings(tmp_path):
     config = load_config(tmp_path)
     assert config.enabled == ("simple-keyword", "semantic-embedding")
     assert config.fusion == {"min_fragment_tokens": 5}
+
+
+def test_per_strategy_settings_become_the_executors_limits(tmp_path, user_config):
+    from contextfuse.components.coordinator import CoordinatorConfig
+
+    write(user_config, '[context.strategies."simple-keyword"]\n'
+                       'timeout_seconds = 5\nmax_fragments = 7\nmax_workers = 2\n')
+    coordinator = CoordinatorConfig(**load_config(tmp_path).pipeline_config()["coordinator"])
+    assert coordinator.timeout_for("simple-keyword") == 5
+    assert coordinator.max_fragments_for("simple-keyword") == 7
+    assert coordinator.max_fragments_for("other") == 100
+    assert coordinator.executor_max_workers == 2

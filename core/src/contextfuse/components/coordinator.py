@@ -94,6 +94,16 @@ _SKIPPED = "skipped"
 # ---- configuration ----------------------------------------------------------------------------
 
 
+class StrategyLimits(BaseModel):
+    """One strategy's overrides of the executor settings (the registry's per-strategy table)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    timeout_seconds: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
+    max_fragments: int | None = Field(default=None, ge=1)
+    circuit_breaker_threshold: int | None = Field(default=None, ge=1)
+
+
 class CoordinatorConfig(BaseModel):
     """Settings of the coordinator and its three components (the ``[coordinator]`` table).
 
@@ -128,6 +138,30 @@ class CoordinatorConfig(BaseModel):
         ge=1,
         validation_alias=AliasChoices("max_fragments_per_strategy", "max_fragments"),
     )
+
+    strategy_limits: dict[str, StrategyLimits] = Field(
+        default_factory=dict,
+        description="Per-strategy overrides of timeout, max fragments and breaker threshold.",
+    )
+
+    def timeout_for(self, name: str) -> float:
+        """The timeout of strategy ``name`` (its override, else ``executor_timeout``)."""
+        limits = self.strategy_limits.get(name)
+        return limits.timeout_seconds if limits and limits.timeout_seconds else self.executor_timeout
+
+    def max_fragments_for(self, name: str) -> int:
+        """How many fragments strategy ``name`` may return."""
+        limits = self.strategy_limits.get(name)
+        if limits and limits.max_fragments:
+            return limits.max_fragments
+        return self.max_fragments_per_strategy
+
+    def threshold_for(self, name: str) -> int:
+        """Consecutive failures that open the circuit of strategy ``name``."""
+        limits = self.strategy_limits.get(name)
+        if limits and limits.circuit_breaker_threshold:
+            return limits.circuit_breaker_threshold
+        return self.circuit_breaker_threshold
 
     @model_validator(mode="after")
     def _cap_holds_a_useful_share(self) -> CoordinatorConfig:
@@ -662,7 +696,7 @@ class ParallelStrategyExecutor:
                 circuit.trial_in_flight = False
                 circuit.opened_at = self._clock()
                 return f"trial call failed: circuit re-opened for {cooldown:g} s"
-            threshold = self._config.circuit_breaker_threshold
+            threshold = self._config.threshold_for(name)
             if circuit.opened_at is None and circuit.failures >= threshold:
                 circuit.opened_at = self._clock()
                 return (
@@ -742,8 +776,10 @@ class ParallelStrategyExecutor:
     ) -> list[_Outcome]:
         if not tasks:
             return []
-        timeout = self._config.executor_timeout
-        max_fragments = self._config.max_fragments_per_strategy
+        config = self._config
+        timeouts = [config.timeout_for(task.allocation.name) for task in tasks]
+        # The round waits for the slowest allowance; each strategy is held to its own.
+        timeout = max(timeouts)
         state = _Round(len(tasks))
 
         def work() -> None:
@@ -751,7 +787,11 @@ class ParallelStrategyExecutor:
                 allocation = tasks[index].allocation
                 try:
                     outcome = _run_strategy(
-                        allocation, request, backends, plan_context, max_fragments
+                        allocation,
+                        request,
+                        backends,
+                        plan_context,
+                        config.max_fragments_for(allocation.name),
                     )
                 except Exception as exc:  # a bug of ours must not leave the round waiting
                     logger.exception("executor failed on strategy %s", allocation.name)
@@ -760,13 +800,21 @@ class ParallelStrategyExecutor:
 
         workers = self._pool.run(work, min(self._config.executor_max_workers, len(tasks)))
         if workers:
-            state.done.wait(timeout)
+            round_start = time.perf_counter()
+            # Wait until every task is done or the longest allowance among those still
+            # running is spent; with one timeout for all this is a single wait.
+            while not state.done.is_set():
+                pending = [t for t, o in zip(timeouts, state.outcomes) if o is None]
+                remaining = max(pending, default=0.0) - (time.perf_counter() - round_start)
+                if remaining <= 0 or state.done.wait(min(remaining, max(min(pending), 0.01))):
+                    break
         outcomes, started = state.close()
         now = time.perf_counter()
         final: list[_Outcome] = []
-        for task, outcome, began in zip(tasks, outcomes, started, strict=True):
-            if outcome is None:
-                outcome = _unfinished(task.allocation, began, now, timeout, workers)
+        for task, outcome, began, own in zip(tasks, outcomes, started, timeouts, strict=True):
+            late = outcome is not None and outcome.result.execution_time_ms > own * 1000.0
+            if outcome is None or late:
+                outcome = _unfinished(task.allocation, began, now, own, workers)
             final.append(outcome)
         return final
 
