@@ -40,7 +40,7 @@ QUERIES = [
     "TypeError: __init__() got an unexpected keyword argument 'on_delete'",
     "serializers dump natural keys for many-to-many relations",
     "timezone aware datetimes in DateTimeField when USE_TZ is True",
-    "File \"django/db/models/sql/compiler.py\", line 1100, in execute_sql",
+    'File "django/db/models/sql/compiler.py", line 1100, in execute_sql',
 ]
 
 
@@ -72,8 +72,10 @@ def main() -> None:
                 backends.text.search(query, limit=300)
                 floor.append((time.perf_counter() - t0) * 1000)
         floor_p50 = statistics.median(floor)
-        print(f"floor (full-text search alone): p50 {floor_p50:.1f} ms, "
-              f"p95 {percentile(floor, 0.95):.1f} ms")
+        print(
+            f"floor (full-text search alone): p50 {floor_p50:.1f} ms, "
+            f"p95 {percentile(floor, 0.95):.1f} ms"
+        )
 
         selections: list[tuple[str, list[str] | None]] = [
             ("simple-keyword", ["simple-keyword"]),
@@ -95,8 +97,10 @@ def main() -> None:
                         times.append((time.perf_counter() - t0) * 1000)
                         tokens.append(payload.total_tokens + payload.preamble_tokens)
                 p50 = statistics.median(times)
-                print(f"| {label} | {budget} | {p50:.0f} | {percentile(times, 0.95):.0f} | "
-                      f"{p50 / floor_p50:.1f}x | {statistics.mean(tokens):.0f} |")
+                print(
+                    f"| {label} | {budget} | {p50:.0f} | {percentile(times, 0.95):.0f} | "
+                    f"{p50 / floor_p50:.1f}x | {statistics.mean(tokens):.0f} |"
+                )
 
 
 if __name__ == "__main__":

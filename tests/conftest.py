@@ -15,9 +15,19 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 def _pip_install_target(target: Path, *projects: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-         "--no-build-isolation", "--disable-pip-version-check", "--target", str(target),
-         *map(str, projects)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            *map(str, projects),
+        ],
         check=True,
         capture_output=True,
     )
@@ -39,11 +49,19 @@ def fixtures_dir() -> Path:
 def run_with_path() -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run a Python snippet or the CLI in a subprocess that sees extra site directories."""
 
-    def run(args: list[str], *extra: Path, stdin: str | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        args: list[str], *extra: Path, stdin: str | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([*map(str, extra), env.get("PYTHONPATH", "")])
-        return subprocess.run([sys.executable, *args], env=env, capture_output=True,
-                              text=True, input=stdin, cwd=cwd, timeout=300)
+        return subprocess.run(
+            [sys.executable, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            input=stdin,
+            cwd=cwd,
+            timeout=300,
+        )
 
     return run

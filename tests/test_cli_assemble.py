@@ -51,15 +51,29 @@ def cli(tmp_path, monkeypatch):
     def run(*args, stdin=None, env=None):
         import os
 
-        return subprocess.run([*CLI, *args], capture_output=True, text=True, input=stdin,
-                              timeout=300, env={**os.environ, **(env or {})})
+        return subprocess.run(
+            [*CLI, *args],
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=300,
+            env={**os.environ, **(env or {})},
+        )
 
     return run
 
 
 def test_assemble_prints_a_valid_payload_within_budget_as_json(cli, repo):
-    done = cli("assemble", "why does Server.start raise PermissionError", "--repo", str(repo),
-               "--budget", "600", "--format", "json")
+    done = cli(
+        "assemble",
+        "why does Server.start raise PermissionError",
+        "--repo",
+        str(repo),
+        "--budget",
+        "600",
+        "--format",
+        "json",
+    )
     assert done.returncode == 0, done.stderr
     payload = ContextPayload.model_validate_json(done.stdout)
     assert payload.is_within_budget and payload.budget.max_tokens == 600
@@ -67,8 +81,9 @@ def test_assemble_prints_a_valid_payload_within_budget_as_json(cli, repo):
 
 
 def test_assemble_reads_the_query_from_standard_input(cli, repo):
-    done = cli("assemble", "-", "--repo", str(repo), "--format", "json",
-               stdin="load_config reads TOML")
+    done = cli(
+        "assemble", "-", "--repo", str(repo), "--format", "json", stdin="load_config reads TOML"
+    )
     assert done.returncode == 0, done.stderr
     uris = [f["provenance"]["resource_uri"] for f in json.loads(done.stdout)["fragments"]]
     assert any(u.endswith("app/config.py") for u in uris)
@@ -95,8 +110,15 @@ def test_an_unknown_strategy_is_an_error_naming_the_known_ones(cli, repo):
 
 
 def test_without_the_semantic_plugin_context_still_comes_from_simple_keyword(cli, repo):
-    done = cli("assemble", "load_config", "--repo", str(repo), "--format", "json",
-               env={"CONTEXTFUSE_DISABLE_PLUGINS": "semantic-embedding"})
+    done = cli(
+        "assemble",
+        "load_config",
+        "--repo",
+        str(repo),
+        "--format",
+        "json",
+        env={"CONTEXTFUSE_DISABLE_PLUGINS": "semantic-embedding"},
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["strategies_used"] == ["simple-keyword"]
 

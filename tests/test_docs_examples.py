@@ -15,9 +15,13 @@ def python_blocks(path: Path) -> list[str]:
 
 
 def run(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, env={"CONTEXTFUSE_PLUGIN_AUTOLOAD": "0",
-                                            "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"CONTEXTFUSE_PLUGIN_AUTOLOAD": "0", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())},
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -34,29 +38,35 @@ def test_the_spec_example_usage_gives_its_numbers():
 def test_the_strategy_in_under_thirty_lines_works():
     strategy, _, _ = python_blocks(ROOT / "docs" / "writing-plugins.md")
     assert len(strategy.strip().splitlines()) < 30
-    out = run(strategy + (
-        "\nfrom datetime import datetime, timezone\n"
-        "from contextfuse import *\n"
-        "pm = make_plugin_manager(autoload=False)\n"
-        "import sys; pm.register_plugin(sys.modules[__name__], 'newest')\n"
-        "old = ContextFragment(uko_node='old', content='o', token_count=10,"
-        " created_at=datetime(2020, 1, 1, tzinfo=timezone.utc),"
-        " provenance=FragmentProvenance(resource_uri='old'))\n"
-        "new = ContextFragment(uko_node='new', content='n', token_count=10,"
-        " provenance=FragmentProvenance(resource_uri='new'))\n"
-        "p = ACMSPipeline(plugin_manager=pm).assemble('p', [old, new],"
-        " ContextBudget(max_tokens=10, reserved_tokens=0), strategy='newest-first')\n"
-        "print([f.uko_node for f in p.fragments])\n"
-    ))
+    out = run(
+        strategy
+        + (
+            "\nfrom datetime import datetime, timezone\n"
+            "from contextfuse import *\n"
+            "pm = make_plugin_manager(autoload=False)\n"
+            "import sys; pm.register_plugin(sys.modules[__name__], 'newest')\n"
+            "old = ContextFragment(uko_node='old', content='o', token_count=10,"
+            " created_at=datetime(2020, 1, 1, tzinfo=timezone.utc),"
+            " provenance=FragmentProvenance(resource_uri='old'))\n"
+            "new = ContextFragment(uko_node='new', content='n', token_count=10,"
+            " provenance=FragmentProvenance(resource_uri='new'))\n"
+            "p = ACMSPipeline(plugin_manager=pm).assemble('p', [old, new],"
+            " ContextBudget(max_tokens=10, reserved_tokens=0), strategy='newest-first')\n"
+            "print([f.uko_node for f in p.fragments])\n"
+        )
+    )
     assert out.strip() == "['new']"
 
 
 def test_the_component_replacement_example_replaces_the_scorer():
     _, scorer, _ = python_blocks(ROOT / "docs" / "writing-plugins.md")
-    out = run(scorer + (
-        "\nfrom contextfuse import *\n"
-        "pm = make_plugin_manager(autoload=False)\n"
-        "import sys; pm.register_plugin(sys.modules[__name__], 'cheap')\n"
-        "print(type(ACMSPipeline(plugin_manager=pm).component('fragment_scorer')).__name__)\n"
-    ))
+    out = run(
+        scorer
+        + (
+            "\nfrom contextfuse import *\n"
+            "pm = make_plugin_manager(autoload=False)\n"
+            "import sys; pm.register_plugin(sys.modules[__name__], 'cheap')\n"
+            "print(type(ACMSPipeline(plugin_manager=pm).component('fragment_scorer')).__name__)\n"
+        )
+    )
     assert out.strip() == "CheapestFirstScorer"

@@ -19,7 +19,7 @@ def docstring(name):
 
 
 def spec_options(name):
-    return getattr(getattr(hookspecs, name), "contextfuse_spec")
+    return getattr(hookspecs, name).contextfuse_spec
 
 
 def test_there_is_one_component_hook_per_pipeline_component():

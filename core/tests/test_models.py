@@ -158,8 +158,9 @@ def test_a_dumped_budget_validates_again():
 
 def test_a_dumped_budget_with_a_wrong_available_count_is_rejected():
     with pytest.raises(ValidationError, match="available_tokens"):
-        ContextBudget.model_validate({"max_tokens": 100, "reserved_tokens": 10,
-                                      "available_tokens": 5})
+        ContextBudget.model_validate(
+            {"max_tokens": 100, "reserved_tokens": 10, "available_tokens": 5}
+        )
 
 
 def payload(*fragments, **fields):
@@ -193,8 +194,10 @@ def test_budget_used_is_the_share_of_available_tokens():
 def test_context_hash_ignores_ids_and_timestamps():
     early = datetime(2020, 1, 1, tzinfo=timezone.utc)
     a = payload(fragment(content="alpha"), fragment(uko_node="project://p/b.py", content="b"))
-    b = payload(fragment(content="alpha", created_at=early),
-                fragment(uko_node="project://p/b.py", content="b"))
+    b = payload(
+        fragment(content="alpha", created_at=early),
+        fragment(uko_node="project://p/b.py", content="b"),
+    )
     assert a.context_hash == b.context_hash and a.payload_id != b.payload_id
 
 
@@ -206,9 +209,7 @@ def test_context_hash_depends_on_content_order():
 def test_context_hash_is_stable_across_runs():
     # A fixed value: the same content must hash alike on any machine and any run.
     p = payload(fragment(uko_node="project://p/a.py", content="def main(): ..."))
-    assert p.context_hash == (
-        "7850c28c153d234acbcccf90e26d917b60775a9cc337cbecc550161be631499b"
-    )
+    assert p.context_hash == ("7850c28c153d234acbcccf90e26d917b60775a9cc337cbecc550161be631499b")
 
 
 def test_a_given_context_hash_that_disagrees_is_rejected():
@@ -219,8 +220,11 @@ def test_a_given_context_hash_that_disagrees_is_rejected():
 def test_provenance_map_is_keyed_by_fragment_id():
     f = fragment(provenance=FragmentProvenance(resource_uri="project://p/a.py", location="L1-L3"))
     assert payload(f).provenance_map == {
-        f.fragment_id: {"resource_uri": "project://p/a.py", "location": "L1-L3",
-                        "resource_type": "unknown"}
+        f.fragment_id: {
+            "resource_uri": "project://p/a.py",
+            "location": "L1-L3",
+            "resource_type": "unknown",
+        }
     }
 
 
@@ -238,7 +242,11 @@ def test_request_accepts_the_v1_mapping_form():
 def test_capabilities_defaults_are_those_of_the_spec():
     caps = StrategyCapabilities()
     assert (caps.uses_text, caps.uses_vector, caps.uses_graph, caps.uses_temporal) == (
-        False, False, False, False)
+        False,
+        False,
+        False,
+        False,
+    )
     assert caps.resource_types == () and caps.quality_score == 0.5
 
 
@@ -253,5 +261,8 @@ def test_strategy_result_orders_fragments_by_relevance_then_node():
     high_a = fragment(uko_node="project://p/a2.py", relevance_score=0.9)
     result = ContextStrategyResult(strategy_name="s", fragments=(low, high_b, high_a))
     assert [f.uko_node for f in result.fragments] == [
-        "project://p/a2.py", "project://p/b.py", "project://p/a.py"]
+        "project://p/a2.py",
+        "project://p/b.py",
+        "project://p/a.py",
+    ]
     assert result.tokens_used == 3 and result.total_fragments == 3

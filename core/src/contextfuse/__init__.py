@@ -44,6 +44,11 @@ _EXPORTS: dict[str, str] = {
     "default_tokenizer": "contextfuse.tokenizer",
     # pipeline
     "ACMSPipeline": "contextfuse.pipeline",
+    # knowledge base
+    "index": "contextfuse.kb",
+    "open_backends": "contextfuse.kb",
+    "IndexStats": "contextfuse.kb",
+    "IndexSession": "contextfuse.kb",
     # errors
     "ContextfuseError": "contextfuse.errors",
     "PluginLoadError": "contextfuse.errors",
@@ -93,6 +98,7 @@ if TYPE_CHECKING:
         UnknownStrategyError,
     )
     from contextfuse.hookspecs import hookimpl
+    from contextfuse.kb import IndexSession, IndexStats, index, open_backends
     from contextfuse.models import (
         ContextBudget,
         ContextFragment,

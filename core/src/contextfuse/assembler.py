@@ -46,8 +46,10 @@ class ContextAssembler:
             raise KnowledgeBaseError(f"{repo}: not a directory")
         self.config = config or load_config(self.repo)
         configured_dir = self.config.index.get("dir")
-        self.index_dir = Path(index_dir) if index_dir else (
-            self.repo / configured_dir if configured_dir else None
+        self.index_dir = (
+            Path(index_dir)
+            if index_dir
+            else (self.repo / configured_dir if configured_dir else None)
         )
         self.plugin_manager = plugin_manager or make_plugin_manager(
             component_pins=self.config.components

@@ -164,9 +164,9 @@ class NodeStore(Protocol):
 class TextBackend(Protocol):
     """Full-text search (BM25 over code-aware terms)."""
 
-    def search(self, query: str, limit: int = 50, kinds: Sequence[str] | None = None) -> list[
-        SearchHit
-    ]:
+    def search(
+        self, query: str, limit: int = 50, kinds: Sequence[str] | None = None
+    ) -> list[SearchHit]:
         """Best-matching nodes for a free-text query, best first."""
         ...
 

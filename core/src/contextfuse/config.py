@@ -58,7 +58,11 @@ __all__ = [
 ]
 
 #: The spec's default ``context.strategies.enabled``.
-DEFAULT_ENABLED: tuple[str, ...] = ("simple-keyword", "semantic-embedding", "breadth-depth-navigator")
+DEFAULT_ENABLED: tuple[str, ...] = (
+    "simple-keyword",
+    "semantic-embedding",
+    "breadth-depth-navigator",
+)
 
 #: The degradation path, best first (spec/strategy-registry.md).
 FALLBACK_CHAIN: tuple[str, ...] = (
@@ -119,8 +123,11 @@ class ContextfuseConfig(BaseModel):
                 for name, settings in self.strategy_settings.items()
             }
             coordinator.setdefault("strategy_limits", limits)
-            workers = [s.max_workers for s in self.strategy_settings.values()
-                       if "max_workers" in s.model_fields_set]
+            workers = [
+                s.max_workers
+                for s in self.strategy_settings.values()
+                if "max_workers" in s.model_fields_set
+            ]
             if workers:
                 coordinator.setdefault("executor_max_workers", max(workers))
         return {
@@ -167,7 +174,9 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _parse(data: Mapping[str, Any], sources: tuple[str, ...], enabled_source: str) -> ContextfuseConfig:
+def _parse(
+    data: Mapping[str, Any], sources: tuple[str, ...], enabled_source: str
+) -> ContextfuseConfig:
     unknown = set(data) - {"context", "coordinator", "fusion", "finalize", "components", "index"}
     if unknown:
         raise ConfigError(f"{', '.join(sources)}: unknown section(s) {sorted(unknown)}")

@@ -256,8 +256,8 @@ def contextfuse_cli_commands() -> Sequence[Any]:
     """Contribute commands to the ``contextfuse`` command line.
 
     Called when the CLI is asked for a command that is not built in. Returns
-    ``click.Command`` objects. All results are collected and added under their own names. A name that clashes with a built-in command is reported
-    and skipped.
+    ``click.Command`` objects. All results are collected and added under their own names;
+    a name that clashes with a built-in command is reported and skipped.
     """
 
 

@@ -317,7 +317,9 @@ class ACMSPipeline:
                 kwargs = {"request": request, "payload": payload}
                 impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
             except Exception:
-                log.exception("observer %s failed in contextfuse_assembly_finished", impl.plugin_name)
+                log.exception(
+                    "observer %s failed in contextfuse_assembly_finished", impl.plugin_name
+                )
 
 
 def _fusion_config(section: Mapping[str, Any]) -> Any:

@@ -107,9 +107,9 @@ class StrategyRegistry:
             return f"the index has no {', '.join(sorted(missing))} backend"
         return ""
 
-    def offered(self, backends: BackendSet, names: Sequence[str] | None = None) -> list[
-        ContextStrategy
-    ]:
+    def offered(
+        self, backends: BackendSet, names: Sequence[str] | None = None
+    ) -> list[ContextStrategy]:
         """The strategies to run on ``backends``: the named ones, else the enabled ones.
 
         Strategies whose backends are missing are not offered. When none is left, the
@@ -117,11 +117,9 @@ class StrategyRegistry:
         simple-keyword) supplies the best installed strategy these backends can serve.
         """
         if names:
-            chosen = [self._entries[n] if n in self._entries else None for n in names]
-            for name, entry in zip(names, chosen):
-                if entry is None:
-                    self.get(name)  # raises UnknownStrategyError naming the known ones
-            wanted = [e for e in chosen if e is not None]
+            for name in names:
+                self.get(name)  # raises UnknownStrategyError naming the known ones
+            wanted = [self._entries[n] for n in names]
         else:
             wanted = [e for e in self._entries.values() if e.enabled]
         offered = [e.strategy for e in wanted if not self.unavailable_reason(e, backends)]

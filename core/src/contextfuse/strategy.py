@@ -177,7 +177,8 @@ def as_strategy(obj: Any, name: str | None = None) -> ContextStrategy:
         return V1StrategyAdapter(obj, name)
     if not isinstance(obj, ContextStrategy):
         missing = [
-            m for m in ("name", "capabilities", "can_handle", "assemble", "explain")
+            m
+            for m in ("name", "capabilities", "can_handle", "assemble", "explain")
             if not hasattr(obj, m)
         ]
         raise TypeError(

@@ -67,7 +67,7 @@ def test_custom_strategies_are_read(tmp_path, user_config):
 
 
 def test_writing_project_strategies_keeps_other_settings(tmp_path):
-    write(project_config_path(tmp_path), '[fusion]\nmin_fragment_tokens = 5\n')
+    write(project_config_path(tmp_path), "[fusion]\nmin_fragment_tokens = 5\n")
     write_project_strategies(tmp_path, ["simple-keyword", "semantic-embedding"])
     config = load_config(tmp_path)
     assert config.enabled == ("simple-keyword", "semantic-embedding")
@@ -77,8 +77,11 @@ def test_writing_project_strategies_keeps_other_settings(tmp_path):
 def test_per_strategy_settings_become_the_executors_limits(tmp_path, user_config):
     from contextfuse.components.coordinator import CoordinatorConfig
 
-    write(user_config, '[context.strategies."simple-keyword"]\n'
-                       'timeout_seconds = 5\nmax_fragments = 7\nmax_workers = 2\n')
+    write(
+        user_config,
+        '[context.strategies."simple-keyword"]\n'
+        "timeout_seconds = 5\nmax_fragments = 7\nmax_workers = 2\n",
+    )
     coordinator = CoordinatorConfig(**load_config(tmp_path).pipeline_config()["coordinator"])
     assert coordinator.timeout_for("simple-keyword") == 5
     assert coordinator.max_fragments_for("simple-keyword") == 7

@@ -54,7 +54,8 @@ def test_an_enabled_strategy_that_nothing_provides_is_an_error_naming_it(pm):
 
 
 def test_a_custom_strategy_is_loaded_from_module_and_class(pm, tmp_path, monkeypatch):
-    (tmp_path / "my_custom_mod.py").write_text(textwrap.dedent("""
+    (tmp_path / "my_custom_mod.py").write_text(
+        textwrap.dedent("""
         from contextfuse import StrategyCapabilities
         class Mine:
             name = "mine"
@@ -62,10 +63,12 @@ def test_a_custom_strategy_is_loaded_from_module_and_class(pm, tmp_path, monkeyp
             def can_handle(self, request, backends): return 0.5
             def assemble(self, request, backends, budget, plan_context): return []
             def explain(self): return "mine"
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
-    registry = StrategyRegistry(pm, config(custom={"mine": "my_custom_mod:Mine"},
-                                           enabled=("mine",)))
+    registry = StrategyRegistry(
+        pm, config(custom={"mine": "my_custom_mod:Mine"}, enabled=("mine",))
+    )
     assert registry.get("mine").name == "mine"
     sys.modules.pop("my_custom_mod", None)
 
@@ -92,15 +95,17 @@ def test_a_strategy_disabled_in_its_settings_is_not_enabled(pm):
     from contextfuse.config import StrategySettings
 
     provide(pm, Named("simple-keyword", uses_text=True))
-    registry = StrategyRegistry(pm, config(
-        strategy_settings={"simple-keyword": StrategySettings(enabled=False)}))
+    registry = StrategyRegistry(
+        pm, config(strategy_settings={"simple-keyword": StrategySettings(enabled=False)})
+    )
     [entry] = [e for e in registry.entries() if e.name == "simple-keyword"]
     assert not entry.enabled and "enabled = false" in entry.reason
 
 
 def test_a_strategy_whose_backend_the_index_lacks_is_not_offered(pm):
-    provide(pm, Named("simple-keyword", uses_text=True),
-            Named("semantic-embedding", uses_vector=True))
+    provide(
+        pm, Named("simple-keyword", uses_text=True), Named("semantic-embedding", uses_vector=True)
+    )
     registry = StrategyRegistry(pm, config())
     offered = registry.offered(BackendSet(text=object(), nodes=object()))
     assert [s.name for s in offered] == ["simple-keyword"]
@@ -108,8 +113,9 @@ def test_a_strategy_whose_backend_the_index_lacks_is_not_offered(pm):
 
 
 def test_the_fallback_chain_supplies_simple_keyword_when_semantic_cannot_run(pm):
-    provide(pm, Named("simple-keyword", uses_text=True),
-            Named("semantic-embedding", uses_vector=True))
+    provide(
+        pm, Named("simple-keyword", uses_text=True), Named("semantic-embedding", uses_vector=True)
+    )
     registry = StrategyRegistry(pm, config(enabled=("semantic-embedding",)))
     offered = registry.offered(BackendSet(text=object(), nodes=object()))
     assert [s.name for s in offered] == ["simple-keyword"]

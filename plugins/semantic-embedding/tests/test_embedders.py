@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+
 from contextfuse_semantic_embedding.embedders import (
     EmbedderUnavailableError,
     EmbeddingServiceError,

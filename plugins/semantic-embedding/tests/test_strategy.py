@@ -51,8 +51,9 @@ def repo(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def stats(repo):
-    return index(repo, pm=make_plugin_manager(autoload=False),
-                 contributors=[SemanticIndexContributor()])
+    return index(
+        repo, pm=make_plugin_manager(autoload=False), contributors=[SemanticIndexContributor()]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +87,9 @@ def test_it_handles_a_request_only_when_vectors_exist(backends):
 
 
 def test_unchanged_nodes_are_not_embedded_again(repo, stats):
-    again = index(repo, pm=make_plugin_manager(autoload=False),
-                  contributors=[SemanticIndexContributor()])
+    again = index(
+        repo, pm=make_plugin_manager(autoload=False), contributors=[SemanticIndexContributor()]
+    )
     assert again.contributors["semantic-embedding"].startswith("ok (embedded 0, cached ")
 
 

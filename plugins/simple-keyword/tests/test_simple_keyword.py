@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -104,9 +103,7 @@ def test_mentions_find_paths_dotted_names_and_identifiers():
         "In `shop/cart.py` the call cart.add_item(x) and ShoppingCart fail in apply_discount"
     )
     assert "shop/cart.py" in mentions.paths
-    assert {"cart.add_item", "add_item", "ShoppingCart", "apply_discount"} <= set(
-        mentions.symbols
-    )
+    assert {"cart.add_item", "add_item", "ShoppingCart", "apply_discount"} <= set(mentions.symbols)
 
 
 def test_the_plugin_is_found_through_its_entry_point():

@@ -12,26 +12,67 @@ from contextfuse.cli.output import emit_json, fail
 
 @click.command("assemble")
 @click.argument("query")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".",
-              show_default=True, help="The repository to draw context from.")
-@click.option("--budget", type=click.IntRange(min=1), default=8000, show_default=True,
-              help="Maximum tokens of the payload, reserve included.")
-@click.option("--reserved", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Tokens of the budget kept free (e.g. for a system prompt).")
-@click.option("--strategy", "strategies", multiple=True,
-              help="Run this strategy (repeatable); default: the enabled ones.")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="The repository to draw context from.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=8000,
+    show_default=True,
+    help="Maximum tokens of the payload, reserve included.",
+)
+@click.option(
+    "--reserved",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Tokens of the budget kept free (e.g. for a system prompt).",
+)
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    help="Run this strategy (repeatable); default: the enabled ones.",
+)
 @click.option("--plan-id", default=None, help="The plan this context is for.")
-@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown",
-              show_default=True)
-@click.option("--explain", is_flag=True,
-              help="Say per fragment which strategies returned it, its score and its depth.")
-@click.option("--index-dir", type=click.Path(path_type=Path), default=None,
-              help="Where the index lives (default: <repo>/.contextfuse).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["markdown", "json"]),
+    default="markdown",
+    show_default=True,
+)
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Say per fragment which strategies returned it, its score and its depth.",
+)
+@click.option(
+    "--index-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the index lives (default: <repo>/.contextfuse).",
+)
 @click.option("--no-refresh", is_flag=True, help="Use the index as it is (build it if missing).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notices.")
-def assemble(query: str, repo: Path, budget: int, reserved: int, strategies: tuple[str, ...],
-             plan_id: str | None, fmt: str, explain: bool, index_dir: Path | None,
-             no_refresh: bool, quiet: bool) -> None:
+def assemble(
+    query: str,
+    repo: Path,
+    budget: int,
+    reserved: int,
+    strategies: tuple[str, ...],
+    plan_id: str | None,
+    fmt: str,
+    explain: bool,
+    index_dir: Path | None,
+    no_refresh: bool,
+    quiet: bool,
+) -> None:
     """Assemble context for QUERY (``-`` reads it from standard input)."""
     from contextfuse.assembler import ContextAssembler
     from contextfuse.cli.progress import progress_bar
@@ -49,9 +90,14 @@ def assemble(query: str, repo: Path, budget: int, reserved: int, strategies: tup
         if not no_refresh or not assembler.has_index():
             with progress_bar(enabled=not quiet) as progress:
                 assembler.refresh(progress=progress)
-        payload = assembler.assemble(query, budget, reserved=reserved,
-                                     strategies=list(strategies) or None, plan_id=plan_id,
-                                     explain=explain)
+        payload = assembler.assemble(
+            query,
+            budget,
+            reserved=reserved,
+            strategies=list(strategies) or None,
+            plan_id=plan_id,
+            explain=explain,
+        )
     except ContextfuseError as exc:
         fail(str(exc))
         return

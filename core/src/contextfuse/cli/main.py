@@ -71,8 +71,12 @@ def _plugin_commands() -> dict[str, click.Command]:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(version=None, package_name="contextfuse-core", prog_name="contextfuse",
-                      message="%(prog)s %(version)s")
+@click.version_option(
+    version=None,
+    package_name="contextfuse-core",
+    prog_name="contextfuse",
+    message="%(prog)s %(version)s",
+)
 def cli() -> None:
     """contextfuse: assemble the context an LLM agent should read, within a token budget."""
 

@@ -20,10 +20,16 @@ def context() -> None:
 
 
 @context.command("set")
-@click.option("--strategy", "strategies", multiple=True, required=True,
-              help="A strategy to enable for this project (repeatable, in order).")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".",
-              show_default=True)
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    required=True,
+    help="A strategy to enable for this project (repeatable, in order).",
+)
+@click.option(
+    "--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True
+)
 def set_context(strategies: tuple[str, ...], repo: Path) -> None:
     """Replace this project's enabled strategies (context.strategies.enabled)."""
     from contextfuse.config import load_config, write_project_strategies
@@ -37,8 +43,10 @@ def set_context(strategies: tuple[str, ...], repo: Path) -> None:
         known = {e.name for e in registry.entries()}
         unknown = [s for s in strategies if s not in known]
         if unknown:
-            fail(f"unknown strategy {', '.join(map(repr, unknown))}; installed: "
-                 f"{', '.join(sorted(known))}")
+            fail(
+                f"unknown strategy {', '.join(map(repr, unknown))}; installed: "
+                f"{', '.join(sorted(known))}"
+            )
         path = write_project_strategies(repo, list(strategies))
     except ContextfuseError as exc:
         fail(str(exc))

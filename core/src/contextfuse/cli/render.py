@@ -9,9 +9,22 @@ from contextfuse.models import ContextFragment, ContextPayload
 DEPTH_NAMES = {9: "full source", 4: "signatures", 2: "outline", 0: "listing"}
 
 _FENCE_LANG = {
-    ".py": "python", ".js": "javascript", ".ts": "typescript", ".tsx": "tsx", ".go": "go",
-    ".rs": "rust", ".java": "java", ".md": "markdown", ".rst": "rst", ".toml": "toml",
-    ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".sh": "bash", ".c": "c", ".h": "c",
+    ".py": "python",
+    ".js": "javascript",
+    ".ts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".md": "markdown",
+    ".rst": "rst",
+    ".toml": "toml",
+    ".json": "json",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".sh": "bash",
+    ".c": "c",
+    ".h": "c",
 }
 
 
@@ -19,7 +32,7 @@ def display_path(fragment: ContextFragment) -> str:
     """The path part of a fragment's resource URI (``project://p/a/b.py`` -> ``a/b.py``)."""
     uri = fragment.provenance.resource_uri.split("#", 1)[0]
     if uri.startswith("project://"):
-        return uri[len("project://"):].split("/", 1)[-1]
+        return uri[len("project://") :].split("/", 1)[-1]
     return uri
 
 

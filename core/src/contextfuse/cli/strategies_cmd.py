@@ -15,8 +15,13 @@ def strategies() -> None:
 
 
 @strategies.command("list")
-@click.option("--repo", type=click.Path(file_okay=False, path_type=Path), default=".",
-              show_default=True, help="Judge availability against this repository's index.")
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    show_default=True,
+    help="Judge availability against this repository's index.",
+)
 @FORMAT_OPTION
 def list_strategies(repo: Path, fmt: str) -> None:
     """Show every strategy with its capabilities and quality score, available or not, and why."""
@@ -34,8 +39,9 @@ def list_strategies(repo: Path, fmt: str) -> None:
         fail(str(exc))
         return
     if fmt == "json":
-        emit_json({"strategies": rows, "indexed": backends is not None,
-                   "notices": registry.notices})
+        emit_json(
+            {"strategies": rows, "indexed": backends is not None, "notices": registry.notices}
+        )
         return
     if backends is None:
         click.echo(f"(no index for {repo}: availability is judged on installation only)")
@@ -44,8 +50,9 @@ def list_strategies(repo: Path, fmt: str) -> None:
         quality = "-" if row["quality_score"] is None else f"{row['quality_score']:.2f}"
         caps = row["capabilities"] or {}
         uses = [k[5:] for k, v in caps.items() if k.startswith("uses_") and v]
-        click.echo(f"{row['name']:<26} quality {quality:<5} uses {','.join(uses) or '-':<18} "
-                   f"{status}")
+        click.echo(
+            f"{row['name']:<26} quality {quality:<5} uses {','.join(uses) or '-':<18} {status}"
+        )
 
 
 def _backends_if_indexed(repo: Path):  # type: ignore[no-untyped-def]

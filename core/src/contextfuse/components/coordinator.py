@@ -147,7 +147,9 @@ class CoordinatorConfig(BaseModel):
     def timeout_for(self, name: str) -> float:
         """The timeout of strategy ``name`` (its override, else ``executor_timeout``)."""
         limits = self.strategy_limits.get(name)
-        return limits.timeout_seconds if limits and limits.timeout_seconds else self.executor_timeout
+        return (
+            limits.timeout_seconds if limits and limits.timeout_seconds else self.executor_timeout
+        )
 
     def max_fragments_for(self, name: str) -> int:
         """How many fragments strategy ``name`` may return."""
@@ -779,7 +781,6 @@ class ParallelStrategyExecutor:
         config = self._config
         timeouts = [config.timeout_for(task.allocation.name) for task in tasks]
         # The round waits for the slowest allowance; each strategy is held to its own.
-        timeout = max(timeouts)
         state = _Round(len(tasks))
 
         def work() -> None:
@@ -804,7 +805,7 @@ class ParallelStrategyExecutor:
             # Wait until every task is done or the longest allowance among those still
             # running is spent; with one timeout for all this is a single wait.
             while not state.done.is_set():
-                pending = [t for t, o in zip(timeouts, state.outcomes) if o is None]
+                pending = [t for t, o in zip(timeouts, state.outcomes, strict=True) if o is None]
                 remaining = max(pending, default=0.0) - (time.perf_counter() - round_start)
                 if remaining <= 0 or state.done.wait(min(remaining, max(min(pending), 0.01))):
                     break

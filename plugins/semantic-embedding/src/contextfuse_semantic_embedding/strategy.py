@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 from contextfuse import (
@@ -16,7 +15,6 @@ from contextfuse import (
     StrategyCapabilities,
 )
 from contextfuse.selection import select_fragments
-
 from contextfuse_semantic_embedding.embedders import Embedder, load_embedder
 
 __all__ = ["SemanticEmbeddingStrategy", "SemanticIndexContributor", "shared_embedder"]
@@ -125,5 +123,3 @@ class SemanticEmbeddingStrategy:
             f"Cosine similarity between the request and every node's embedding "
             f"({self.embedder.name}); the nearest code at full source, then a map of files."
         )
-
-

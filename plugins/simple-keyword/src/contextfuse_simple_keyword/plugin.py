@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextfuse import hookimpl
-
 from contextfuse_simple_keyword.strategy import SimpleKeywordStrategy
 
 

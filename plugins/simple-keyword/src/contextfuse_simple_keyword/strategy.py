@@ -11,7 +11,6 @@ from contextfuse import (
     StrategyCapabilities,
 )
 from contextfuse.selection import select_fragments
-
 from contextfuse_simple_keyword.query import extract_mentions
 
 __all__ = ["SimpleKeywordStrategy"]
