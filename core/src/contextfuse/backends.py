@@ -298,7 +298,7 @@ class BackendSet(BaseModel):
                 f"unknown backend kind(s) {sorted(unknown)}; known: {list(BACKEND_KINDS)}"
             )
         fields = {k: (_Declared(k) if v is True else v) for k, v in value.items() if v}
-        return cls(**fields)
+        return cls.model_validate(fields)
 
 
 class _Declared:

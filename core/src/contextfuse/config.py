@@ -155,7 +155,8 @@ def project_config_path(repo: Path | str) -> Path:
 def _read(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
+            data: dict[str, Any] = tomllib.load(handle)
+            return data
     except FileNotFoundError:
         return {}
     except tomllib.TOMLDecodeError as exc:

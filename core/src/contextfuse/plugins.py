@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import attrs
 import importlib_metadata
@@ -149,7 +149,7 @@ class ContextfusePluginManager(pluggy.PluginManager):
         for impl in self.hook.contextfuse_strategies.get_hookimpls():
             if impl.plugin_name != plugin_name:
                 continue
-            for raw in impl.function() or ():
+            for raw in _results(impl.function()):
                 strategy = as_strategy(raw)
                 validate_strategy(strategy)
                 if strategy.name in taken:
@@ -208,7 +208,7 @@ class ContextfusePluginManager(pluggy.PluginManager):
         for impl in self.hook.contextfuse_strategies.get_hookimpls():
             if impl.plugin_name == exclude:
                 continue
-            for raw in impl.function() or ():
+            for raw in _results(impl.function()):
                 found.append(StrategySource(as_strategy(raw), impl.plugin_name))
         return found
 
@@ -313,6 +313,13 @@ def make_plugin_manager(
     if autoload:
         pm.load_entry_points(on_error=on_error, block=[*block, *env_block], only=only)
     return pm
+
+
+def _results(value: object) -> Iterable[Any]:
+    """A collecting hook's return value as an iterable (None: nothing)."""
+    if value is None:
+        return ()
+    return cast(Iterable[Any], value)
 
 
 def _core_version() -> str:

@@ -134,10 +134,10 @@ class StrategyRegistry:
             default=0,
         )
         for name in FALLBACK_CHAIN[start:]:
-            entry = self._entries.get(name)
-            if entry is not None and not self.unavailable_reason(entry, backends):
+            fallback = self._entries.get(name)
+            if fallback is not None and not self.unavailable_reason(fallback, backends):
                 self.notices.append(f"falling back to strategy {name!r}")
-                return [entry.strategy]
+                return [fallback.strategy]
         raise ConfigError(
             "no installed strategy can serve this index (available backends: "
             f"{', '.join(sorted(backends.available())) or 'none'}); install "
