@@ -61,34 +61,39 @@ def secret_file_reason(path: str) -> str | None:
     return None
 
 
-# Each alternative is a named group; the group named ``v_<kind>`` (when present) is the span
-# to redact, otherwise the whole match is.
-_PATTERNS = {
-    "private-key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-    r"[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
-    "aws-access-key": r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA)[0-9A-Z]{16}\b",
-    "github-token": r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
-    "gitlab-token": r"\bglpat-[A-Za-z0-9_\-]{20,}\b",
-    "slack-token": r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b",
-    "google-api-key": r"\bAIza[0-9A-Za-z_\-]{35}\b",
-    "stripe-key": r"\b[rs]k_live_[0-9A-Za-z]{20,}\b",
-    "openai-key": r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{32,}\b",
-    "jwt": r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
-    # key = "value" where the key names a secret and the value looks random (entropy test).
-    "assignment": r"(?i:[\w.-]*(?:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|"
-    r"private[_-]?key|client[_-]?secret|auth[_-]?key)[\w.-]*)['\"]?\s*(?::=|=>|[:=])\s*"
-    r"(?:[bru]{0,2})['\"](?P<v_assignment>[^'\"\s]{16,256})['\"]",
+# Tokens and keys with a recognisable shape, each found from a literal hint (lower-cased).
+_TOKENS = {
+    "private-key": (
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+        ("-----begin",),
+    ),
+    "aws-access-key": (
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA)[0-9A-Z]{16}\b",
+        ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva"),
+    ),
+    "github-token": (
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    "gitlab-token": (r"\bglpat-[A-Za-z0-9_\-]{20,}\b", ("glpat-",)),
+    "slack-token": (r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b", ("xox",)),
+    "google-api-key": (r"\bAIza[0-9A-Za-z_\-]{35}\b", ("aiza",)),
+    "stripe-key": (r"\b[rs]k_live_[0-9A-Za-z]{20,}\b", ("k_live_",)),
+    "openai-key": (r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{32,}\b", ("sk-",)),
+    "jwt": (r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}", ("eyj",)),
 }
-_SCANNER = re.compile(
-    "|".join(
-        f"(?P<{kind.replace('-', '_')}>{pattern})" for kind, pattern in _PATTERNS.items()
-    )
+_TOKEN_SCANNER = re.compile(
+    "|".join(f"(?P<{kind.replace('-', '_')}>{pattern})" for kind, (pattern, _) in _TOKENS.items())
 )
-# Cheap pre-check: every pattern contains one of these (case-insensitively).
-_HINTS = (
-    "private key", "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "gh", "glpat",
-    "xox", "aiza", "k_live_", "sk-", "eyj", "key", "secret", "token", "passw", "auth",
-)  # fmt: skip
+_TOKEN_HINTS = tuple(hint for _, hints in _TOKENS.values() for hint in hints)
+# ``<name>key = "value"``: a name that says secret, a quoted value that looks random. The
+# expression starts at the keyword: a leading ``[\w.-]*`` would be retried at every position.
+_KEYWORDS = ("key", "secret", "token", "passw", "auth")
+_ASSIGNMENT = re.compile(
+    r"(?i:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|private[_-]?key|auth[_-]?key)"
+    r"[\w.-]*['\"]?\s*(?::=|=>|[:=])\s*(?:[bru]{0,2})['\"](?P<value>[^'\"\s]{16,256})['\"]"
+)
 _MIN_ENTROPY = 3.5  # bits per character; real keys score 4-6, words and paths below 3.5
 
 
@@ -119,28 +124,53 @@ def _looks_random(value: str) -> bool:
     return _entropy(value) >= _MIN_ENTROPY
 
 
+def _spans(text: str, lowered: str, hints: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Merged ``(start, end)`` spans of the lines that contain a hint."""
+    spans: list[tuple[int, int]] = []
+    for hint in hints:
+        index = lowered.find(hint)
+        while index != -1:
+            start = text.rfind("\n", 0, index) + 1
+            stop = index
+            if hint == "-----begin":  # a key block runs to its END line
+                end_marker = lowered.find("-----end", index)
+                stop = end_marker if end_marker != -1 else index
+            end = text.find("\n", stop)
+            end = len(text) if end == -1 else end
+            spans.append((start, end))
+            index = lowered.find(hint, end)
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def redact(text: str) -> Redaction:
     """Replace every secret in ``text`` by ``[REDACTED:<kind>]``, keeping line breaks."""
     lowered = text.lower()
-    if not any(hint in lowered for hint in _HINTS):
-        return Redaction(text, Counter())
+    found: list[tuple[int, int, str]] = []
+    for start, end in _spans(text, lowered, _TOKEN_HINTS):
+        for match in _TOKEN_SCANNER.finditer(text, start, end):
+            found.append((*match.span(), (match.lastgroup or "").replace("_", "-")))
+    for start, end in _spans(text, lowered, _KEYWORDS):
+        for match in _ASSIGNMENT.finditer(text, start, end):
+            if _looks_random(match.group("value")):
+                found.append((*match.span("value"), "assignment"))
     counts: Counter[str] = Counter()
+    if not found:
+        return Redaction(text, counts)
     pieces: list[str] = []
     last = 0
-    for match in _SCANNER.finditer(text):
-        group = match.lastgroup or ""
-        kind = group.replace("_", "-")
-        if kind == "assignment":
-            start, end = match.span("v_assignment")
-            if not _looks_random(match.group("v_assignment")):
-                continue
-        else:
-            start, end = match.span()
+    for start, end, kind in sorted(found):
+        if start < last:  # overlaps a span already redacted
+            continue
         counts[kind] += 1
         pieces.append(text[last:start])
         pieces.append(f"[REDACTED:{kind}]" + "\n" * text.count("\n", start, end))
         last = end
-    if not counts:
-        return Redaction(text, counts)
     pieces.append(text[last:])
     return Redaction("".join(pieces), counts)

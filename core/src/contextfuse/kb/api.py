@@ -1,0 +1,137 @@
+"""The knowledge base's Python API: build an index, open its backends."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from contextfuse.backends import BackendSet
+from contextfuse.errors import KnowledgeBaseError
+from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE, git_toplevel
+from contextfuse.kb.graph import SQLiteGraphBackend
+from contextfuse.kb.history import SQLiteTemporalBackend
+from contextfuse.kb.indexer import DEFAULT_INDEX_DIR, IndexStats, ProgressCallback, build_index
+from contextfuse.kb.nodes import SQLiteNodeStore
+from contextfuse.kb.store import DB_NAME, Database
+from contextfuse.kb.text import SQLiteTextBackend
+from contextfuse.kb.vector import SQLiteVectorBackend
+from contextfuse.tokenizer import Tokenizer, default_tokenizer
+
+__all__ = ["index", "index_exists", "index_path", "open_backends", "resolve_root"]
+
+PathLike = str | os.PathLike[str]
+
+
+def resolve_root(path: PathLike = ".") -> Path:
+    """The folder to index: ``"."`` means the current repository (its top level), if any."""
+    if str(path) == ".":
+        cwd = Path.cwd()
+        return git_toplevel(cwd) or cwd.resolve()
+    return Path(path).expanduser().resolve()
+
+
+def index_path(path: PathLike = ".", index_dir: PathLike | None = None) -> Path:
+    """Where the index file of ``path`` lives (``<repo>/.contextfuse/index.db`` by default)."""
+    root = resolve_root(path)
+    directory = Path(index_dir).expanduser().resolve() if index_dir else root / DEFAULT_INDEX_DIR
+    return directory / DB_NAME
+
+
+def index_exists(path: PathLike = ".", *, index_dir: PathLike | None = None) -> bool:
+    """True when ``path`` has an index file (whether it is valid is checked on open)."""
+    return index_path(path, index_dir).is_file()
+
+
+def index(
+    path: PathLike = ".",
+    *,
+    index_dir: PathLike | None = None,
+    rebuild: bool = False,
+    progress: ProgressCallback | None = None,
+    pm: Any = None,
+    contributors: Sequence[Any] | None = None,
+    tokenizer: Tokenizer | None = None,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    workers: int | None = None,
+) -> IndexStats:
+    """Build or refresh the index of a repository and return what was done.
+
+    :param path: the repository (default: the current one).
+    :param index_dir: where the index lives (default ``<repo>/.contextfuse``).
+    :param rebuild: start from scratch; also replaces a corrupt or foreign index file.
+    :param progress: called as ``progress(description, done, total)``.
+    :param pm: the pluggy manager whose ``contextfuse_index_contributors`` hook supplies index
+        contributors (default: the installed plugins).
+    :param contributors: index contributors to run instead of asking ``pm``.
+    :param tokenizer: counts the renderings' tokens (default: tiktoken ``cl100k_base``).
+    :param max_file_size: larger files are skipped, in bytes.
+    :param workers: processes that parse files (default: one per CPU for large runs; 1 parses
+        in this process).
+    :raises KnowledgeBaseError: the index cannot be built or its file is corrupt or foreign.
+    """
+    root = resolve_root(path)
+    return build_index(
+        root,
+        index_dir=Path(index_dir).expanduser() if index_dir else None,
+        rebuild=rebuild,
+        progress=progress,
+        contributors=_contributors(pm) if contributors is None else list(contributors),
+        tokenizer=tokenizer,
+        max_file_size=max_file_size,
+        workers=workers,
+    )
+
+
+def _contributors(pm: Any) -> list[Any]:
+    if pm is None:
+        try:
+            from contextfuse.plugins import make_plugin_manager
+        except ImportError:  # the plugin system is optional for the knowledge base
+            return []
+        pm = make_plugin_manager(on_error="warn")
+    found: list[Any] = []
+    for result in pm.hook.contextfuse_index_contributors():
+        found.extend(result or ())
+    return found
+
+
+def open_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) -> BackendSet:
+    """The backends of an existing index, for strategies to query.
+
+    ``temporal`` is None when the repository has no git history and ``vector`` is None when
+    no vectors are stored. Close with ``backends.nodes.close()``.
+
+    :raises KnowledgeBaseError: there is no index, or its file is corrupt, foreign or was
+        built by an incompatible version (the message says how to rebuild it).
+    """
+    root = resolve_root(path)
+    db_path = index_path(root, index_dir)
+    if not db_path.is_file():
+        raise KnowledgeBaseError(f"no index at {db_path}; build it with `contextfuse index {root}`")
+    db = Database(db_path)
+    try:
+        if db.check(create=False) == "outdated":
+            raise KnowledgeBaseError(
+                f"the index {db_path} was built by another version of contextfuse; "
+                "rebuild it with `contextfuse index --rebuild`"
+            )
+        meta = dict(db.read("SELECT key, value FROM meta"))
+        if "indexed_at" not in meta:  # created, but no index run has committed yet
+            raise KnowledgeBaseError(
+                f"{db_path} holds no index yet; build it with `contextfuse index {root}`"
+            )
+        has_vectors = bool(db.read("SELECT 1 FROM vectors LIMIT 1"))
+    except BaseException:
+        db.close()
+        raise
+    project = meta.get("project", root.name)
+    return BackendSet(
+        nodes=SQLiteNodeStore(db, project),
+        text=SQLiteTextBackend(db),
+        vector=SQLiteVectorBackend(db) if has_vectors else None,
+        graph=SQLiteGraphBackend(db),
+        temporal=SQLiteTemporalBackend(db, project) if meta.get("git") == "1" else None,
+        tokenizer=default_tokenizer(),
+    )

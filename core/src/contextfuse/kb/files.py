@@ -1,0 +1,245 @@
+"""Which files of a repository are indexed, and reading them safely.
+
+Discovery lists what git would track (``git ls-files -co --exclude-standard``; without git,
+a walk that honours ``.gitignore`` files with pathspec), then applies ``.contextfuseignore``
+and drops the index directory, ``.git`` and links that leave the repository. Reading a file
+classifies it: binary, too large, minified or generated, secret (by name), or text, with
+secrets in the text redacted.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+import pathspec
+
+from contextfuse.kb import secrets
+
+__all__ = [
+    "DEFAULT_MAX_FILE_SIZE",
+    "Candidate",
+    "Discovery",
+    "FileText",
+    "Skip",
+    "discover",
+    "git_toplevel",
+    "read_file",
+]
+
+DEFAULT_MAX_FILE_SIZE = 1_000_000  # bytes
+IGNORE_FILE = ".contextfuseignore"
+_MAX_LINE = 1_000  # a line longer than this marks a minified or generated file
+_MAX_MEAN_LINE = 300
+_SNIFF = 8192
+_GENERATED_NAMES = (
+    ".min.js",
+    ".min.css",
+    ".js.map",
+    ".css.map",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "uv.lock",
+    "cargo.lock",
+    "composer.lock",
+    "pipfile.lock",
+    "gemfile.lock",
+    "go.sum",
+)
+_TEXT_BYTES = bytes({7, 8, 9, 10, 12, 13, 27} | set(range(0x20, 0x100)) - {0x7F})
+
+
+@attrs.frozen(slots=True)
+class Candidate:
+    """A file that discovery kept: repository-relative POSIX path and its stat."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@attrs.frozen(slots=True)
+class Skip:
+    """A file that is not indexed, and why."""
+
+    path: str
+    reason: str
+
+
+@attrs.frozen(slots=True)
+class Discovery:
+    """The result of :func:`discover`."""
+
+    candidates: list[Candidate]
+    skipped: list[Skip]
+    git: bool
+
+
+@attrs.frozen(slots=True)
+class FileText:
+    """A text file as it will be indexed (newlines normalised, secrets redacted)."""
+
+    text: str
+    redactions: dict[str, int]
+
+
+def git_toplevel(path: Path) -> Path | None:
+    """The root of the git work tree containing ``path``, or None (no git, not a repo)."""
+    out = _git(path, "rev-parse", "--show-toplevel")
+    return Path(out.strip()) if out else None
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            check=False,
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
+        )
+    except OSError:  # git is not installed
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+def _git_files(root: Path) -> list[str] | None:
+    # Run in ``root``: paths come relative to it, limited to its subtree.
+    out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if out is None:
+        return None
+    return sorted({name for name in out.split("\0") if name})
+
+
+def _walk_files(root: str, pruned: tuple[str, ...]) -> Iterator[str]:
+    """Every file under ``root`` not ignored by a ``.gitignore`` on its way (no git).
+
+    ``pruned`` are relative folders (ending in ``/``) not to descend into.
+    """
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    prefix = len(root) + 1
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = dirpath[prefix:] + "/" if len(dirpath) > len(root) else ""
+        specs = [(base, spec) for base, spec in specs if rel.startswith(base)]
+        if ".gitignore" in filenames:
+            with open(os.path.join(dirpath, ".gitignore"), encoding="utf-8", errors="replace") as f:
+                specs.append((rel, pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())))
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d != ".git"
+            and not (rel + d + "/").startswith(pruned)
+            and not _ignored(specs, rel + d + "/")
+        )
+        for name in sorted(filenames):
+            if not specs or not _ignored(specs, rel + name):
+                yield rel + name
+
+
+def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], path: str) -> bool:
+    """Whether a ``.gitignore`` ignores ``path`` (relative to the root; dirs end with ``/``)."""
+    return any(spec.match_file(path[len(base) :]) for base, spec in specs)
+
+
+def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
+    """List the files of ``root`` to index, with the ones left out and why.
+
+    ``exclude_dirs`` (e.g. the index directory) are skipped silently, as is ``.git``.
+    """
+    root = root.resolve()
+    excluded = tuple(
+        d.resolve().relative_to(root).as_posix() + "/"
+        for d in exclude_dirs
+        if d.resolve().is_relative_to(root) and d.resolve() != root
+    )
+    base = str(root)
+    names = _git_files(root)
+    git = names is not None
+    if names is None:
+        names = list(_walk_files(base, excluded))
+    ignore = root / IGNORE_FILE
+    spec = (
+        pathspec.GitIgnoreSpec.from_lines(ignore.read_text("utf-8").splitlines())
+        if ignore.is_file()
+        else None
+    )
+    candidates: list[Candidate] = []
+    skipped: list[Skip] = []
+    for name in names:
+        if name.startswith(excluded) or name == ".git" or name.startswith(".git/"):
+            continue
+        if spec is not None and spec.match_file(name):
+            skipped.append(Skip(name, f"ignored by {IGNORE_FILE}"))
+            continue
+        full = os.path.join(base, name)
+        try:
+            info = os.lstat(full)
+        except OSError:  # listed by git but deleted since
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            reason = _link_reason(Path(full), root)
+            if reason:
+                skipped.append(Skip(name, reason))
+                continue
+            info = os.stat(full)
+        if not stat.S_ISREG(info.st_mode):
+            continue  # submodules, sockets, directories listed by git
+        candidates.append(Candidate(name, info.st_size, info.st_mtime_ns))
+    return Discovery(candidates, skipped, git)
+
+
+def _link_reason(full: Path, root: Path) -> str | None:
+    try:
+        target = full.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return "broken symbolic link"
+    if not target.is_relative_to(root):
+        return "symbolic link leaves the repository"
+    if target.is_dir():
+        return "symbolic link to a directory"
+    return None
+
+
+def read_file(root: Path, candidate: Candidate, max_size: int) -> tuple[bytes, FileText] | Skip:
+    """Read and classify one file: its raw bytes and indexable text, or why it is skipped."""
+    path = candidate.path
+    reason = secrets.secret_file_reason(path)
+    if reason:
+        return Skip(path, reason)
+    if candidate.size > max_size:
+        return Skip(path, f"larger than {max_size} bytes")
+    lowered = path.lower()
+    if lowered.endswith(_GENERATED_NAMES):
+        return Skip(path, "generated or minified (by name)")
+    try:
+        data = (root / path).read_bytes()
+    except OSError as exc:
+        return Skip(path, f"unreadable ({exc.strerror or exc})")
+    if len(data) > max_size:
+        return Skip(path, f"larger than {max_size} bytes")
+    head = data[:_SNIFF]
+    if b"\0" in head or len(head.translate(None, _TEXT_BYTES)) * 10 > len(head):
+        return Skip(path, "binary")
+    text = data.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if _minified(text):
+        return Skip(path, "minified or generated (very long lines)")
+    found = secrets.redact(text)
+    return data, FileText(found.text, dict(found.counts))
+
+
+def _minified(text: str) -> bool:
+    lines = text.count("\n") + 1
+    if len(text) > 4 * _MAX_LINE and len(text) / lines > _MAX_MEAN_LINE:
+        return True
+    # Only long texts can hide a very long line; ``max`` over lines is the slow part.
+    return len(text) > _MAX_LINE and max(map(len, text.split("\n"))) > _MAX_LINE

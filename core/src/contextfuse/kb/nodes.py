@@ -1,0 +1,163 @@
+"""``NodeStore`` over the index file: nodes and their renderings at depths 9, 4, 2, 0."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from contextfuse.backends import Node, Rendering
+from contextfuse.kb.store import Database
+
+__all__ = ["SQLiteNodeStore", "chunked", "source_lines"]
+
+_NODE_COLUMNS = (
+    "n.uri, n.path, n.kind, n.name, n.qualname, p.uri, n.language, n.line_start, n.line_end, "
+    "n.resource_type, n.summary"
+)
+_NODE_FROM = "nodes n LEFT JOIN nodes p ON p.id = n.parent_id"
+_CHUNK = 500  # bound parameters per query
+
+
+def chunked(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    """``values`` in slices of at most ``size`` (SQLite limits bound parameters)."""
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def source_lines(lines: Sequence[str], kind: str, first: int, last: int) -> str:
+    """A node's depth-9 text: its lines of the file (a file node: all of it, to the end)."""
+    if kind == "file":
+        return "\n".join(lines)
+    return "\n".join(lines[first - 1 : last])
+
+
+def _node(row: Sequence[Any]) -> Node:
+    return Node(
+        uri=row[0],
+        path=row[1],
+        kind=row[2],
+        name=row[3],
+        qualname=row[4],
+        parent=row[5],
+        language=row[6],
+        line_start=row[7],
+        line_end=row[8],
+        resource_type=row[9],
+        summary=row[10],
+    )
+
+
+class SQLiteNodeStore:
+    """Nodes of one project's index. Depth-9 text is sliced from the stored file content."""
+
+    def __init__(self, db: Database, project: str) -> None:
+        self._db = db
+        self._project = project
+
+    @property
+    def project(self) -> str:
+        """The project name used in ``project://<project>/...`` URIs."""
+        return self._project
+
+    @property
+    def database(self) -> Database:
+        """The index file these backends read."""
+        return self._db
+
+    def close(self) -> None:
+        """Close the index file (every backend of the set shares it)."""
+        self._db.close()
+
+    def get_nodes(self, uris: Sequence[str]) -> dict[str, Node]:
+        """The nodes with these URIs (missing ones are left out)."""
+        found: dict[str, Node] = {}
+        with self._db.snapshot() as conn:
+            for chunk in chunked(list(dict.fromkeys(uris))):
+                marks = ",".join("?" * len(chunk))
+                for row in conn.execute(
+                    f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.uri IN ({marks})", chunk
+                ):
+                    found[row[0]] = _node(row)
+        return found
+
+    def get_renderings(
+        self, uris: Sequence[str], depths: Sequence[int] | None = None
+    ) -> dict[str, dict[int, Rendering]]:
+        """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None."""
+        wanted = None if depths is None else sorted(set(depths))
+        out: dict[str, dict[int, Rendering]] = {}
+        sources: dict[int, list[str]] = {}  # file id -> its lines, for depth-9 slices
+        with self._db.snapshot() as conn:
+            for chunk in chunked(list(dict.fromkeys(uris))):
+                marks = ",".join("?" * len(chunk))
+                depth_filter = ""
+                params: list[Any] = list(chunk)
+                if wanted is not None:
+                    depth_filter = f" AND r.depth IN ({','.join('?' * len(wanted))})"
+                    params.extend(wanted)
+                rows = conn.execute(
+                    "SELECT n.uri, n.file_id, n.kind, r.depth, r.content, r.token_count,"
+                    " r.line_start, r.line_end FROM nodes n JOIN renderings r ON r.node_id = n.id"
+                    f" WHERE n.uri IN ({marks}){depth_filter}",
+                    params,
+                ).fetchall()
+                for uri, file_id, kind, depth, content, tokens, first, last in rows:
+                    if content is None:  # the node's lines of the file
+                        lines = sources.get(file_id)
+                        if lines is None:
+                            text = conn.execute(
+                                "SELECT content FROM files WHERE id = ?", (file_id,)
+                            ).fetchone()[0]
+                            lines = sources[file_id] = text.split("\n")
+                        content = source_lines(lines, kind, first, last)
+                    out.setdefault(uri, {})[depth] = Rendering(depth, content, tokens, first, last)
+        return out
+
+    def children(self, uri: str) -> list[Node]:
+        """Nodes directly contained in ``uri`` (a file's top-level symbols, a class's methods)."""
+        rows = self._db.read(
+            f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE p.uri = ? ORDER BY n.line_start, n.id",
+            (uri,),
+        )
+        return [_node(row) for row in rows]
+
+    def files(self) -> list[Node]:
+        """Every file node, ordered by path."""
+        rows = self._db.read(
+            f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.kind = 'file' ORDER BY n.path"
+        )
+        return [_node(row) for row in rows]
+
+    def find_symbols(self, name: str, limit: int = 20) -> list[Node]:
+        """Nodes whose name or dotted qualname equals ``name`` (exact, case-sensitive)."""
+        rows = self._db.read(
+            f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} "
+            "WHERE n.kind != 'file' AND (n.name = ? OR n.qualname = ?) "
+            "ORDER BY n.path, n.line_start LIMIT ?",
+            (name, name, limit),
+        )
+        return [_node(row) for row in rows]
+
+    def find_paths(self, fragment: str, limit: int = 20) -> list[Node]:
+        """File nodes whose path ends with ``fragment`` (``a/b.py`` matches ``x/a/b.py``)."""
+        fragment = fragment.strip("/")
+        if not fragment:
+            return []
+        rows = self._db.read(
+            f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.kind = 'file' AND "
+            "(n.path = ? OR substr(n.path, -length(?) - 1) = '/' || ?) "
+            "ORDER BY length(n.path), n.path LIMIT ?",
+            (fragment, fragment, fragment, limit),
+        )
+        return [_node(row) for row in rows]
+
+    def content_hashes(self, uris: Sequence[str]) -> dict[str, str]:
+        """``{uri: content_hash}`` (sha256 of the depth-9 text) for these nodes."""
+        found: dict[str, str] = {}
+        for chunk in chunked(list(dict.fromkeys(uris))):
+            marks = ",".join("?" * len(chunk))
+            for uri, digest in self._db.read(
+                f"SELECT uri, content_hash FROM nodes WHERE uri IN ({marks})", chunk
+            ):
+                found[uri] = digest
+        return found

@@ -1,0 +1,123 @@
+"""Turning one file into what the index stores, in this process or in worker processes.
+
+Everything here is independent of the database, so a large run can spread files over
+processes (parsing is pure Python, bound by one core per process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import attrs
+
+from contextfuse.kb import files as discovery
+from contextfuse.kb.links import extract_facts
+from contextfuse.kb.parse import parse
+from contextfuse.kb.render import render_file
+from contextfuse.kb.tokens import count_renderings
+from contextfuse.kb.writer import FileRecord, fts_rows
+from contextfuse.tokenizer import Tokenizer
+
+__all__ = [
+    "Outcome",
+    "Todo",
+    "Unchanged",
+    "paused_gc",
+    "process_batch",
+    "process_file",
+]
+
+
+@attrs.frozen(slots=True)
+class Todo:
+    """A file to read: what discovery found, and what the index holds for it (if anything)."""
+
+    candidate: discovery.Candidate
+    language: str
+    resource_type: str
+    plan: str  # the parser it gets now
+    previous_sha256: str | None  # None: not indexed yet, or to be parsed regardless
+
+
+@attrs.frozen(slots=True)
+class Unchanged:
+    """A file whose stat changed but whose content did not."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+#: What reading a file gives: skipped, unchanged, or a record to write.
+Outcome = discovery.Skip | Unchanged | FileRecord
+
+
+def process_file(
+    root: Path, project: str, item: Todo, max_size: int, tokenizer: Tokenizer | None = None
+) -> Outcome:
+    """Read, classify, parse and render one file; with ``tokenizer``, count its tokens too."""
+    candidate = item.candidate
+    result = discovery.read_file(root, candidate, max_size)
+    if isinstance(result, discovery.Skip):
+        return result
+    data, text = result
+    digest = hashlib.sha256(data).hexdigest()
+    if digest == item.previous_sha256:
+        return Unchanged(candidate.path, candidate.size, candidate.mtime_ns)
+    content = text.text
+    lines = content.split("\n")
+    parsed = parse(content, lines, item.language)
+    drafts = render_file(project, candidate.path, lines, parsed)
+    search = fts_rows(
+        candidate.path,
+        parsed.language,
+        content,
+        [(d.kind, d.name, d.qualname, d.own_text) for d in drafts],
+    )
+    facts = extract_facts(parsed, drafts)
+    for draft in drafts:
+        draft.own_text = ""  # no longer needed: do not carry it across processes
+    return FileRecord(
+        path=candidate.path,
+        size=candidate.size,
+        mtime_ns=candidate.mtime_ns,
+        sha256=digest,
+        language=parsed.language,
+        resource_type=item.resource_type,
+        plan=item.plan,
+        content=content,
+        facts=facts,
+        redactions=text.redactions,
+        note=parsed.note,
+        drafts=drafts,
+        search=search,
+        token_counts=count_renderings(tokenizer, lines, drafts) if tokenizer else None,
+    )
+
+
+def process_batch(
+    root: Path, project: str, items: Sequence[Todo], max_size: int, tokenizer: Tokenizer | None
+) -> list[Outcome]:
+    """:func:`process_file` for several files (the unit of work of a worker process)."""
+    with paused_gc():
+        return [process_file(root, project, item, max_size, tokenizer) for item in items]
+
+
+@contextlib.contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while parsing.
+
+    Parsing allocates millions of short-lived acyclic objects; every collection pass would
+    walk all of them.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -1,0 +1,302 @@
+"""The index file: one SQLite database per project, its schema and its safety rules.
+
+* WAL journal: readers never block the writer and always see a committed snapshot.
+* Every index run writes in one transaction, so a run killed at any moment (``kill -9``)
+  leaves the previous index as it was; SQLite rolls the torn transaction back on next open.
+* ``application_id`` marks the file as a contextfuse index and ``user_version`` is the schema
+  version; anything else (a foreign database, a corrupt file, an older schema) is reported
+  as :class:`~contextfuse.errors.KnowledgeBaseError` naming the file and the way out.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from contextfuse.errors import KnowledgeBaseError
+
+__all__ = [
+    "APPLICATION_ID",
+    "DB_NAME",
+    "SCHEMA_VERSION",
+    "Database",
+    "create_schema",
+    "remove_index",
+    "reset_schema",
+]
+
+APPLICATION_ID = 0x43465553  # "CFUS"
+#: Bump on any change to the tables or to what full-text search indexes (``terms``, ``render``):
+#: deletions from the contentless FTS table replay the indexed text.
+SCHEMA_VERSION = 1
+DB_NAME = "index.db"
+_BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    language TEXT NOT NULL,
+    parser TEXT NOT NULL,
+    content TEXT NOT NULL,
+    facts TEXT NOT NULL,
+    redactions TEXT NOT NULL DEFAULT '{}',
+    note TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE skipped (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    reason TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE nodes (
+    id INTEGER PRIMARY KEY,
+    uri TEXT NOT NULL UNIQUE,
+    file_id INTEGER NOT NULL REFERENCES files(id),
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    qualname TEXT NOT NULL,
+    parent_id INTEGER,
+    language TEXT NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    resource_type TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    content_hash TEXT NOT NULL
+);
+CREATE INDEX nodes_file ON nodes(file_id);
+CREATE INDEX nodes_parent ON nodes(parent_id);
+CREATE INDEX nodes_name ON nodes(name);
+CREATE INDEX nodes_qualname ON nodes(qualname);
+CREATE INDEX nodes_hash ON nodes(content_hash);
+-- NULL content: the node's lines of files.content, sliced on read (depth 9, and any
+-- depth whose text is the same).
+CREATE TABLE renderings (
+    node_id INTEGER NOT NULL,
+    depth INTEGER NOT NULL,
+    content TEXT,
+    token_count INTEGER NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    PRIMARY KEY (node_id, depth)
+) WITHOUT ROWID;
+CREATE TABLE edges (
+    source INTEGER NOT NULL,
+    target INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    weight REAL NOT NULL
+);
+CREATE INDEX edges_source ON edges(source);
+CREATE INDEX edges_target ON edges(target);
+-- Contentless (the text lives in files.content), rowid = nodes.id.
+CREATE VIRTUAL TABLE fts USING fts5(
+    name, path, body, parts,
+    content='', tokenize="unicode61 tokenchars '_'"
+);
+CREATE VIRTUAL TABLE fts_vocab USING fts5vocab(fts, 'row');
+-- Document frequency of every term, copied from fts_vocab after each change: fts_vocab
+-- counts by reading posting lists (0.1 ms a term), too slow for a 300-term query.
+CREATE TABLE vocabulary (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE commits (
+    id INTEGER PRIMARY KEY,
+    sha TEXT NOT NULL UNIQUE,
+    timestamp INTEGER NOT NULL,
+    author TEXT NOT NULL,
+    message TEXT NOT NULL
+);
+CREATE INDEX commits_time ON commits(timestamp);
+CREATE TABLE commit_files (
+    commit_id INTEGER NOT NULL,
+    path TEXT NOT NULL
+);
+CREATE INDEX commit_files_path ON commit_files(path);
+CREATE INDEX commit_files_commit ON commit_files(commit_id);
+CREATE TABLE cochange (
+    a TEXT NOT NULL,
+    b TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (a, b)
+) WITHOUT ROWID;
+CREATE INDEX cochange_b ON cochange(b);
+CREATE TABLE vectors (
+    model TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, content_hash)
+) WITHOUT ROWID;
+"""
+
+
+class Database:
+    """The index file, with one connection per thread (strategies run in threads).
+
+    Reads go through :meth:`read` so that a corrupt file surfaces as KnowledgeBaseError.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # ---- connections -----------------------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise KnowledgeBaseError(f"the index {self.path} is closed")
+            conn = _connect(self.path)
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this object opened."""
+        with self._lock:
+            self._closed = True
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Run a query and return all rows."""
+        try:
+            return self.connection().execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self.error(exc) from exc
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every query inside sees the same committed state."""
+        conn = self.connection()
+        if conn.in_transaction:  # already inside a snapshot (or a write) of this thread
+            yield conn
+            return
+        try:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise self.error(exc) from exc
+
+    def data_version(self) -> int:
+        """Changes when another connection commits (used to refresh caches)."""
+        return int(self.read("PRAGMA data_version")[0][0])
+
+    def error(self, exc: BaseException) -> KnowledgeBaseError:
+        """A KnowledgeBaseError naming the file, the cause and the way out."""
+        return KnowledgeBaseError(
+            f"the index {self.path} cannot be read ({exc}); "
+            "rebuild it with `contextfuse index --rebuild`"
+        )
+
+    # ---- schema ----------------------------------------------------------------------------
+
+    def check(self, *, create: bool) -> str:
+        """Verify (or with ``create``, initialise) the schema.
+
+        Returns ``"ok"``, ``"created"`` or ``"outdated"`` (an older or newer schema of ours);
+        raises KnowledgeBaseError for a foreign or corrupt file.
+        """
+        conn = self.connection()
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise KnowledgeBaseError(
+                f"{self.path} is not a contextfuse index or is corrupt ({exc}); "
+                "rebuild it with `contextfuse index --rebuild`"
+            ) from exc
+        if app_id == 0 and tables == 0:  # a new file, or one killed before its first commit
+            if not create:
+                raise KnowledgeBaseError(
+                    f"{self.path} holds no index yet; build it with `contextfuse index`"
+                )
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                create_schema(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return "created"
+        if app_id != APPLICATION_ID:
+            raise KnowledgeBaseError(
+                f"{self.path} is not a contextfuse index (a foreign SQLite database); "
+                "move it away or replace it with `contextfuse index --rebuild`"
+            )
+        return "ok" if version == SCHEMA_VERSION else "outdated"
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    """Create every table inside the caller's transaction (DDL is transactional in SQLite)."""
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def reset_schema(conn: sqlite3.Connection) -> None:
+    """Drop every table and create the current schema, inside the caller's transaction.
+
+    Used for ``--rebuild`` and for an index of an older schema: readers keep seeing the
+    old index until the rebuild commits.
+    """
+    # The vocabulary reads ``fts``, and dropping ``fts`` drops its shadow tables.
+    conn.execute("DROP TABLE IF EXISTS fts_vocab")
+    conn.execute("DROP TABLE IF EXISTS fts")
+    tables = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    for (name,) in tables:
+        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+    create_schema(conn)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # Autocommit mode: transactions are explicit (BEGIN ... COMMIT) where they matter.
+    conn = sqlite3.connect(
+        path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise sqlite3.DatabaseError(f"cannot use WAL journal mode (got {mode})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        # After a checkpoint, a big run's WAL shrinks back to this size (bytes).
+        conn.execute("PRAGMA journal_size_limit = 67108864")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise KnowledgeBaseError(
+            f"{path} is not a contextfuse index or is corrupt ({exc}); "
+            "rebuild it with `contextfuse index --rebuild`"
+        ) from exc
+    return conn
+
+
+def remove_index(path: Path) -> None:
+    """Delete an index file and its WAL and shared-memory files (``--rebuild`` of a bad file)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        target = Path(f"{path}{suffix}")
+        if target.exists():
+            os.remove(target)

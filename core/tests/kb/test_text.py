@@ -1,0 +1,104 @@
+"""Full-text search: BM25 over code-aware terms, safe for any query."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextfuse.backends import BackendSet
+from contextfuse.kb.terms import identifier_parts, query_terms
+from contextfuse.kb.text import MAX_QUERY_TERMS
+
+P = "project://shop-repo/"
+CART = P + "shop/models.py#ShoppingCart"
+
+
+def uris(kb: BackendSet, query: str, **options: Any) -> list[str]:
+    return [hit.uri for hit in kb.text.search(query, **options)]
+
+
+def test_identifiers_are_split_at_underscores_and_case_changes() -> None:
+    assert identifier_parts("get_queryset") == ("get", "queryset")
+    assert identifier_parts("HTTPResponseError") == ("http", "response", "error")
+    assert identifier_parts("_private") == ("private",)
+    assert identifier_parts("save") == ()
+
+
+def test_a_query_keeps_whole_words_their_parts_and_paths() -> None:
+    assert query_terms("ShoppingCart.add_item in shop/models.py") == [
+        "shoppingcart_add_item",
+        "shop_models_py",
+        "models_py",
+        "shoppingcart",
+        "shopping",
+        "cart",
+        "add_item",
+        "add",
+        "item",
+        "in",
+        "shop",
+        "models",
+        "py",
+    ]
+
+
+def test_a_symbol_is_found_by_its_whole_name(kb: BackendSet) -> None:
+    assert uris(kb, "add_item")[0] == CART + ".add_item"
+
+
+def test_a_symbol_is_found_by_parts_of_its_camel_case_name(kb: BackendSet) -> None:
+    assert uris(kb, "shopping cart")[0] == CART
+
+
+def test_a_symbol_is_found_by_parts_of_its_snake_case_name(kb: BackendSet) -> None:
+    assert uris(kb, "unused helper")[0] == P + "shop/util.py#unused_helper_function"
+
+
+def test_a_file_is_found_by_its_path(kb: BackendSet) -> None:
+    assert uris(kb, "shop/util.py", kinds=["file"])[0] == P + "shop/util.py"
+
+
+def test_kinds_restrict_the_hits(kb: BackendSet) -> None:
+    hits = kb.text.search("cart items", kinds=["method"])
+    assert hits
+    assert all("#ShoppingCart." in hit.uri for hit in hits)
+
+
+def test_scores_are_higher_for_better_hits(kb: BackendSet) -> None:
+    scores = [hit.score for hit in kb.text.search("cart item recount")]
+    assert scores == sorted(scores, reverse=True)
+    assert scores[0] > 0
+
+
+def test_terms_the_index_does_not_know_find_nothing(kb: BackendSet) -> None:
+    assert kb.text.search("zyxwvut qwertyuiop") == []
+    assert kb.text.search("") == []
+
+
+def test_hostile_queries_are_searched_safely(kb: BackendSet) -> None:
+    for query in ['"unbalanced', "a AND (b OR", "NEAR(x y)", "*", "-cart", "col:cart", "^x"]:
+        kb.text.search(query)
+    assert uris(kb, 'cart" OR "x')[0].startswith(CART)
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(max_size=300))
+def test_any_query_string_is_safe(kb: BackendSet, query: str) -> None:
+    for hit in kb.text.search(query, limit=5):
+        assert hit.uri.startswith(P)
+
+
+def test_a_long_issue_text_keeps_only_its_most_informative_terms(kb: BackendSet) -> None:
+    words = " ".join(f"word{i}" for i in range(5000))
+    issue = f'ShoppingCart.add_item fails with a (TypeError) "x" -- {words} ' * 4
+    assert len(issue) > 20_000
+    started = time.perf_counter()
+    hits = kb.text.search(issue)
+    assert time.perf_counter() - started < 1.0
+    assert hits[0].uri.startswith(CART)
+    assert len(kb.text.select_terms(query_terms(issue))) <= MAX_QUERY_TERMS

@@ -1,0 +1,159 @@
+"""Vectors from index contributors: cached by content hash, exact cosine search."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pluggy
+import pytest
+
+from contextfuse import hookspecs
+from contextfuse.hookspecs import hookimpl
+from contextfuse.kb import IndexSession
+
+U = "project://shop-repo/"
+
+
+def letters(text: str) -> np.ndarray:
+    """A tiny deterministic embedding: how often each letter occurs."""
+    lowered = text.lower()
+    return np.array([lowered.count(c) for c in string.ascii_lowercase], dtype=np.float32)
+
+
+class LetterEmbedder:
+    """An index contributor that embeds every code node not embedded yet."""
+
+    name = "letters"
+
+    def __init__(self) -> None:
+        self.sessions: list[IndexSession] = []
+        self.embedded: list[str] = []
+        self.methods_at_4: dict[str, tuple[str, str]] = {}
+        self.texts: dict[str, tuple[str, str]] = {}
+
+    def contribute(self, session: IndexSession) -> dict[str, int]:
+        self.sessions.append(session)
+        texts = {uri: (digest, text) for uri, digest, text in session.iter_node_texts()}
+        self.texts = texts
+        self.methods_at_4 = {
+            uri: (digest, text)
+            for uri, digest, text in session.iter_node_texts(depth=4, kinds=["method"])
+        }
+        vector = session.backends.vector
+        missing = vector.missing(self.name, {u: d for u, (d, _) in texts.items()})
+        if missing:
+            matrix = np.stack([letters(texts[u][1]) for u in missing])
+            vector.upsert(self.name, missing, [texts[u][0] for u in missing], matrix)
+        self.embedded.extend(missing)
+        session.progress("embedding", len(missing), len(missing))
+        return {"embedded": len(missing)}
+
+
+class Broken:
+    name = "broken"
+
+    def contribute(self, session: IndexSession) -> None:
+        session.backends.vector.upsert(
+            "broken", [U + "README.md"], ["x"], np.ones((1, 3), dtype=np.float32)
+        )
+        raise RuntimeError("the model is missing")
+
+
+def test_an_index_without_vectors_has_no_vector_backend(kb: Any) -> None:
+    assert kb.vector is None
+
+
+def test_a_contributor_gets_the_session_after_the_nodes_are_written(
+    repo: Path, build: Callable[..., Any]
+) -> None:
+    embedder = LetterEmbedder()
+    stats = build(repo, contributors=[embedder])
+    (session,) = embedder.sessions
+    assert session.project == "shop-repo"
+    assert session.root == repo.resolve()
+    assert len(session.changed_uris) == stats.nodes
+    assert session.removed_uris == frozenset()
+    assert stats.contributors == {"letters": f"ok (embedded {stats.nodes})"}
+
+
+def test_node_texts_come_with_their_content_hash(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    embedder = LetterEmbedder()
+    stats = build(repo, contributors=[embedder])
+    kb = opened(repo)
+    assert len(embedder.texts) == stats.nodes
+    methods = embedder.methods_at_4
+    recount = U + "shop/models.py#ShoppingCart.recount"
+    assert methods[recount][1] == "    def recount(self):\n        ..."
+    assert all(kb.nodes.get_nodes([u])[u].kind == "method" for u in methods)
+    hashes = kb.nodes.content_hashes(list(embedder.texts))
+    assert hashes == {u: digest for u, (digest, _) in embedder.texts.items()}
+    full = kb.nodes.get_renderings([recount], [9])[recount][9].content
+    assert embedder.texts[recount][1] == full
+
+
+def test_vectors_are_searched_by_cosine_similarity(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[LetterEmbedder()])
+    kb = opened(repo)
+    assert kb.vector.models() == ["letters"]
+    target = U + "shop/util.py#slugify"
+    text = kb.nodes.get_renderings([target], [9])[target][9].content
+    hits = kb.vector.search("letters", letters(text) * 7.0, limit=3)  # scale does not matter
+    assert hits[0].uri == target
+    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_unchanged_nodes_are_never_embedded_again(
+    repo: Path, build: Callable[..., Any], write: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[LetterEmbedder()])
+    write(repo, {"shop/util.py": "def shout(text):\n    return text.upper()\n"})
+    embedder = LetterEmbedder()
+    stats = build(repo, contributors=[embedder])
+    assert sorted(embedder.embedded) == [U + "shop/util.py", U + "shop/util.py#shout"]
+    assert stats.contributors["letters"] == "ok (embedded 2)"
+    assert U + "shop/util.py#slugify" in embedder.sessions[0].removed_uris
+
+
+def test_a_failing_contributor_is_reported_and_the_index_stays_usable(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    embedder = LetterEmbedder()
+    stats = build(repo, contributors=[Broken(), embedder])
+    assert stats.contributors["broken"] == "failed: RuntimeError: the model is missing"
+    assert stats.contributors["letters"].startswith("ok")
+    assert any("'broken' failed" in note for note in stats.notes)
+    kb = opened(repo)
+    assert kb.text.search("cart")
+    assert kb.vector.models() == ["broken", "letters"]  # what it stored before failing stays
+
+
+def test_upsert_rejects_mismatched_lengths(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[LetterEmbedder()])
+    with pytest.raises(ValueError, match="one vector per node"):
+        opened(repo).vector.upsert("letters", ["a", "b"], ["h"], np.ones((2, 26), np.float32))
+
+
+def test_contributors_come_from_the_plugin_manager(repo: Path, build: Callable[..., Any]) -> None:
+    embedder = LetterEmbedder()
+
+    class Plugin:
+        @hookimpl
+        def contextfuse_index_contributors(self) -> list[Any]:
+            return [embedder]
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Plugin())
+    build(repo, pm=pm, contributors=None)
+    assert len(embedder.sessions) == 1
