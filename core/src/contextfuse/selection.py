@@ -14,9 +14,16 @@ from typing import Any
 import attrs
 
 from contextfuse.backends import BackendSet, Node, Rendering
-from contextfuse.models import ContextFragment, DetailDepth, FragmentProvenance
+from contextfuse.models import (
+    ContextBudget,
+    ContextFragment,
+    ContextRequest,
+    DetailDepth,
+    FragmentProvenance,
+    PlanContext,
+)
 
-__all__ = ["SelectionPolicy", "select_fragments"]
+__all__ = ["NodeScoringStrategy", "SelectionPolicy", "select_fragments"]
 
 _CODE_KINDS = frozenset({"function", "method", "class", "section", "module"})
 
@@ -25,7 +32,9 @@ _CODE_KINDS = frozenset({"function", "method", "class", "section", "module"})
 class SelectionPolicy:
     """How a budget is split between code and the file map.
 
-    :param code_share: share of the budget for full-source (depth 9) fragments.
+    :param map_share: share of the budget for the file map (depth 2 outlines); the rest
+        goes to full-source (depth 9) fragments, and whatever code leaves unused to the map.
+    :param max_map_tokens: the map never takes more than this, so large budgets buy code.
     :param max_code_share: the largest share one full-source fragment may take; a bigger
         node is shown at signature depth (4) instead.
     :param whole_file_tokens: files at most this big are shown whole rather than by symbol.
@@ -35,7 +44,8 @@ class SelectionPolicy:
         ``max_fragments`` per strategy).
     """
 
-    code_share: float = 0.6
+    map_share: float = 0.4
+    max_map_tokens: int = 8000
     max_code_share: float = 0.3
     whole_file_tokens: int = 700
     max_outline_share: float = 0.08
@@ -100,7 +110,7 @@ def select_fragments(
         used += rendering.token_count
 
     # Phase 1: full source of the best nodes (small files whole).
-    code_budget = int(available * policy.code_share)
+    code_budget = available - min(int(available * policy.map_share), policy.max_map_tokens)
     max_piece = max(1, int(available * policy.max_code_share))
     for uri, score in ranked:
         if used >= code_budget or len(chosen) >= policy.max_fragments:
@@ -166,3 +176,33 @@ def _fragment(node: Node, rendering: Rendering, relevance: float, strategy: str)
         ),
         metadata=metadata,
     )
+
+
+class NodeScoringStrategy:
+    """Base of strategies that score knowledge-base nodes: ``assemble`` selects fragments.
+
+    Subclasses set ``name`` and ``capabilities`` and implement ``can_handle``, ``scores``
+    (node URI -> score) and ``explain``.
+    """
+
+    name: str
+    policy: SelectionPolicy = SelectionPolicy()
+
+    def scores(self, request: ContextRequest, backends: BackendSet) -> dict[str, float]:
+        """Node URI -> score (higher is better) for ``request``."""
+        raise NotImplementedError
+
+    def assemble(
+        self,
+        request: ContextRequest,
+        backends: BackendSet,
+        budget: ContextBudget,
+        plan_context: PlanContext,
+    ) -> list[ContextFragment]:
+        return select_fragments(
+            self.scores(request, backends),
+            backends,
+            budget.available_tokens,
+            strategy=self.name,
+            policy=self.policy,
+        )

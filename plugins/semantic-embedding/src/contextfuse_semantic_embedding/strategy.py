@@ -8,13 +8,10 @@ from typing import Any
 
 from contextfuse import (
     BackendSet,
-    ContextBudget,
-    ContextFragment,
     ContextRequest,
-    PlanContext,
     StrategyCapabilities,
 )
-from contextfuse.selection import select_fragments
+from contextfuse.selection import NodeScoringStrategy
 from contextfuse_semantic_embedding.embedders import Embedder, load_embedder
 
 __all__ = ["SemanticEmbeddingStrategy", "SemanticIndexContributor", "shared_embedder"]
@@ -76,7 +73,7 @@ class SemanticIndexContributor:
         return {"embedded": len(missing), "cached": len(texts) - len(missing)}
 
 
-class SemanticEmbeddingStrategy:
+class SemanticEmbeddingStrategy(NodeScoringStrategy):
     """Nearest nodes to the request by cosine similarity of static embeddings."""
 
     name = "semantic-embedding"
@@ -106,17 +103,6 @@ class SemanticEmbeddingStrategy:
         query = self.embedder.embed([request.query])[0]
         hits = backends.vector.search(self.embedder.name, query, limit=NEIGHBOURS)
         return {hit.uri: hit.score for hit in hits if hit.score > 0}
-
-    def assemble(
-        self,
-        request: ContextRequest,
-        backends: BackendSet,
-        budget: ContextBudget,
-        plan_context: PlanContext,
-    ) -> list[ContextFragment]:
-        return select_fragments(
-            self.scores(request, backends), backends, budget.available_tokens, strategy=self.name
-        )
 
     def explain(self) -> str:
         return (

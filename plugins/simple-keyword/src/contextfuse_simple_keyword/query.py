@@ -24,9 +24,34 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 # Words that look like identifiers in prose but name nothing in a codebase.
 _NOISE = frozenset(
     {
-        "e.g", "i.e", "etc", "self", "cls", "none", "true", "false", "null", "print",
-        "return", "import", "from", "def", "class", "the", "this", "that", "with", "for",
-        "and", "not", "python", "http", "https", "www", "com", "org",
+        "e.g",
+        "i.e",
+        "etc",
+        "self",
+        "cls",
+        "none",
+        "true",
+        "false",
+        "null",
+        "print",
+        "return",
+        "import",
+        "from",
+        "def",
+        "class",
+        "the",
+        "this",
+        "that",
+        "with",
+        "for",
+        "and",
+        "not",
+        "python",
+        "http",
+        "https",
+        "www",
+        "com",
+        "org",
     }
 )
 

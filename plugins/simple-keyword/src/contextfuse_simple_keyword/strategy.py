@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from contextfuse import (
     BackendSet,
-    ContextBudget,
-    ContextFragment,
     ContextRequest,
-    PlanContext,
     StrategyCapabilities,
 )
-from contextfuse.selection import select_fragments
+from contextfuse.selection import NodeScoringStrategy
 from contextfuse_simple_keyword.query import extract_mentions
 
 __all__ = ["SimpleKeywordStrategy"]
@@ -21,7 +18,7 @@ SYMBOL_WEIGHT = 1.0
 TEXT_HITS = 300
 
 
-class SimpleKeywordStrategy:
+class SimpleKeywordStrategy(NodeScoringStrategy):
     """BM25 full-text search plus exact identifiers and paths; the universal fallback."""
 
     name = "simple-keyword"
@@ -59,17 +56,6 @@ class SimpleKeywordStrategy:
         for focus in request.focus_nodes:
             scores[focus] = scores.get(focus, 0.0) + PATH_WEIGHT
         return scores
-
-    def assemble(
-        self,
-        request: ContextRequest,
-        backends: BackendSet,
-        budget: ContextBudget,
-        plan_context: PlanContext,
-    ) -> list[ContextFragment]:
-        return select_fragments(
-            self.scores(request, backends), backends, budget.available_tokens, strategy=self.name
-        )
 
     def explain(self) -> str:
         return (
