@@ -65,6 +65,46 @@ def _overlaps(spans: list[tuple[int, int]], span: tuple[int, int]) -> bool:
     return any(not (span[1] < a or b < span[0]) for a, b in spans)
 
 
+class _LazyRenderings:
+    """Renderings fetched in batches along the order they will be needed in.
+
+    Selection usually stops long before the end of the ranking; fetching every candidate's
+    full source up front would cost more than the rest of the assembly.
+    """
+
+    BATCH = 24
+    DEPTHS = (DetailDepth.FULL_SOURCE, DetailDepth.SIGNATURES, DetailDepth.OUTLINE)
+
+    def __init__(self, store: Any, order: list[str]) -> None:
+        self._store = store
+        self._cache: dict[str, dict[int, Rendering]] = {}
+        self.order = order
+
+    @property
+    def order(self) -> list[str]:
+        """The URIs in the order they will be asked for."""
+        return self._order
+
+    @order.setter
+    def order(self, uris: list[str]) -> None:
+        self._order = uris
+        self._position = {uri: i for i, uri in enumerate(uris)}
+
+    def get(self, uri: str) -> dict[int, Rendering]:
+        if uri not in self._cache:
+            start = self._position.get(uri, len(self._order))
+            batch = [uri]
+            for candidate in self._order[start + 1 :]:
+                if len(batch) >= self.BATCH:
+                    break
+                if candidate not in self._cache:
+                    batch.append(candidate)
+            fetched = self._store.get_renderings(batch, self.DEPTHS)
+            for key in batch:
+                self._cache[key] = fetched.get(key, {})
+        return self._cache[uri]
+
+
 def select_fragments(
     scores: Mapping[str, float],
     backends: BackendSet,
@@ -94,10 +134,7 @@ def select_fragments(
             file_score[file_uri] = max(file_score.get(file_uri, 0.0), score)
     missing_files = [f for f in file_score if f not in nodes]
     nodes.update(store.get_nodes(missing_files))
-    wanted = list({uri for uri, _ in ranked} | set(file_score))
-    renderings: dict[str, dict[int, Rendering]] = store.get_renderings(
-        wanted, (DetailDepth.FULL_SOURCE, DetailDepth.SIGNATURES, DetailDepth.OUTLINE)
-    )
+    renderings = _LazyRenderings(store, [uri for uri, _ in ranked])
 
     chosen: list[tuple[float, ContextFragment]] = []
     spans: dict[str, list[tuple[int, int]]] = {}
@@ -118,7 +155,7 @@ def select_fragments(
         node = nodes.get(uri)
         if node is None:
             continue
-        by_depth = renderings.get(uri, {})
+        by_depth = renderings.get(uri)
         if node.kind == "file":
             full = by_depth.get(DetailDepth.FULL_SOURCE)
             if full is None or full.token_count > policy.whole_file_tokens:
@@ -142,7 +179,9 @@ def select_fragments(
     # Phase 2: a map of the best files not shown yet, at outline depth.
     max_outline = max(1, int(available * policy.max_outline_share))
     mapped = 0
-    for file_uri, score in sorted(file_score.items(), key=lambda kv: (-kv[1], kv[0])):
+    files_ranked = sorted(file_score.items(), key=lambda kv: (-kv[1], kv[0]))
+    renderings.order = [uri for uri, _ in files_ranked]
+    for file_uri, score in files_ranked:
         if mapped >= policy.map_files or used >= available:
             break
         if len(chosen) >= policy.max_fragments:
@@ -150,7 +189,7 @@ def select_fragments(
         if file_uri in spans:
             continue
         node = nodes.get(file_uri)
-        outline = renderings.get(file_uri, {}).get(DetailDepth.OUTLINE)
+        outline = renderings.get(file_uri).get(DetailDepth.OUTLINE)
         if node is None or outline is None or outline.token_count > max_outline:
             continue
         if used + outline.token_count <= available:

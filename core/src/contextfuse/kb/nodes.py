@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,6 +18,7 @@ _NODE_COLUMNS = (
 )
 _NODE_FROM = "nodes n LEFT JOIN nodes p ON p.id = n.parent_id"
 _CHUNK = 500  # bound parameters per query
+_LINE_CACHE_FILES = 256  # split files kept per thread between calls
 
 
 def chunked(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -53,6 +56,18 @@ class SQLiteNodeStore:
     def __init__(self, db: Database, project: str) -> None:
         self._db = db
         self._project = project
+        # Split file text, kept per thread (each thread has its own connection, and
+        # PRAGMA data_version is comparable only within one connection).
+        self._local = threading.local()
+
+    def _file_lines(self, conn: Any) -> OrderedDict[int, list[str]]:
+        """This thread's cache of split files, emptied when another connection commits."""
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        cache: OrderedDict[int, list[str]] | None = getattr(self._local, "lines", None)
+        if cache is None or getattr(self._local, "version", None) != version:
+            cache = self._local.lines = OrderedDict()
+            self._local.version = version
+        return cache
 
     @property
     def project(self) -> str:
@@ -86,8 +101,8 @@ class SQLiteNodeStore:
         """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None."""
         wanted = None if depths is None else sorted(set(depths))
         out: dict[str, dict[int, Rendering]] = {}
-        sources: dict[int, list[str]] = {}  # file id -> its lines, for depth-9 slices
         with self._db.snapshot() as conn:
+            sources = self._file_lines(conn)  # file id -> its lines, for depth-9 slices
             for chunk in chunked(list(dict.fromkeys(uris))):
                 marks = ",".join("?" * len(chunk))
                 depth_filter = ""
@@ -109,6 +124,10 @@ class SQLiteNodeStore:
                                 "SELECT content FROM files WHERE id = ?", (file_id,)
                             ).fetchone()[0]
                             lines = sources[file_id] = text.split("\n")
+                            if len(sources) > _LINE_CACHE_FILES:
+                                sources.popitem(last=False)
+                        else:
+                            sources.move_to_end(file_id)
                         content = source_lines(lines, kind, first, last)
                     out.setdefault(uri, {})[depth] = Rendering(depth, content, tokens, first, last)
         return out
