@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections import Counter
 from fnmatch import fnmatchcase
 
@@ -124,6 +125,11 @@ def _looks_random(value: str) -> bool:
     return _entropy(value) >= _MIN_ENTROPY
 
 
+# ASCII-only lowering keeps every index of the text valid: str.lower() can change the length
+# ("İ" becomes two code points), and the hints are ASCII anyway.
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
 def _spans(text: str, lowered: str, hints: tuple[str, ...]) -> list[tuple[int, int]]:
     """Merged ``(start, end)`` spans of the lines that contain a hint."""
     spans: list[tuple[int, int]] = []
@@ -138,7 +144,7 @@ def _spans(text: str, lowered: str, hints: tuple[str, ...]) -> list[tuple[int, i
             end = text.find("\n", stop)
             end = len(text) if end == -1 else end
             spans.append((start, end))
-            index = lowered.find(hint, end)
+            index = lowered.find(hint, max(end, index + 1))
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:
@@ -151,7 +157,7 @@ def _spans(text: str, lowered: str, hints: tuple[str, ...]) -> list[tuple[int, i
 
 def redact(text: str) -> Redaction:
     """Replace every secret in ``text`` by ``[REDACTED:<kind>]``, keeping line breaks."""
-    lowered = text.lower()
+    lowered = text.translate(_ASCII_LOWER)
     found: list[tuple[int, int, str]] = []
     for start, end in _spans(text, lowered, _TOKEN_HINTS):
         for match in _TOKEN_SCANNER.finditer(text, start, end):
