@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfuse.backends import BackendSet
-from contextfuse.kb.terms import identifier_parts, query_terms
+from contextfuse.kb.terms import identifier_parts, query_terms, weighted_query_terms
 from contextfuse.kb.text import MAX_QUERY_TERMS
 
 P = "project://shop-repo/"
@@ -102,3 +102,18 @@ def test_a_long_issue_text_keeps_only_its_most_informative_terms(kb: BackendSet)
     assert time.perf_counter() - started < 1.0
     assert hits[0].uri.startswith(CART)
     assert len(kb.text.select_terms(query_terms(issue))) <= MAX_QUERY_TERMS
+
+
+def test_words_that_look_like_code_weigh_more_than_prose() -> None:
+    weights = weighted_query_terms("bulk_create fails in QuerySet with ERROR 1508 on utf8")
+    assert {t: weights[t] for t in ("bulk_create", "queryset", "utf8")} == dict.fromkeys(
+        ("bulk_create", "queryset", "utf8"), 2
+    )
+    assert {t: weights[t] for t in ("fails", "error", "1508", "bulk", "query")} == dict.fromkeys(
+        ("fails", "error", "1508", "bulk", "query"), 1
+    )
+
+
+def test_english_function_words_are_not_searched(kb: BackendSet) -> None:
+    assert kb.text.select_terms(["the", "cart", "how"]) == ["cart"]
+    assert kb.text.select_terms(["the"]) == ["the"]  # unless nothing else is left

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import contextfuse
 
 
 def dump(index_db: Path) -> list[tuple[object, ...]]:
@@ -31,3 +37,40 @@ def test_parallel_workers_build_the_same_index(
         two.tokens,
     )
     assert dump(tmp_path / "one" / "index.db") == dump(tmp_path / "two" / "index.db")
+
+
+def test_spawned_workers_build_the_same_index(
+    repo: Path, tmp_path: Path, build: Callable[..., Any]
+) -> None:
+    # Another thread makes forking unsafe: the workers are spawned instead.
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait)
+    waiter.start()
+    try:
+        build(repo, index_dir=tmp_path / "spawned", workers=2)
+    finally:
+        stop.set()
+        waiter.join()
+    build(repo, index_dir=tmp_path / "one", workers=1)
+    assert dump(tmp_path / "spawned" / "index.db") == dump(tmp_path / "one" / "index.db")
+
+
+def test_a_script_without_main_guard_still_indexes(repo: Path, tmp_path: Path) -> None:
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import threading\n"
+        "from contextfuse.kb import index\n"
+        "stop = threading.Event()\n"
+        "threading.Thread(target=stop.wait, daemon=True).start()  # forces spawn\n"
+        f"stats = index({str(repo)!r}, contributors=[], workers=2)\n"
+        "print('FILES', stats.files)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(contextfuse.__file__).parents[1])},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "FILES" in done.stdout.splitlines()[-1]

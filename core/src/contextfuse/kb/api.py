@@ -67,8 +67,10 @@ def index(
     :param contributors: index contributors to run instead of asking ``pm``.
     :param tokenizer: counts the renderings' tokens (default: tiktoken ``cl100k_base``).
     :param max_file_size: larger files are skipped, in bytes.
-    :param workers: processes that parse files (default: one per CPU for large runs; 1 parses
-        in this process).
+    :param workers: processes that parse files. Default: one per CPU (at most 4) for large
+        runs where processes can fork (Linux, no other thread running), else this process.
+        A number above 1 forces worker processes; where they are spawned, the calling script
+        needs the usual ``if __name__ == "__main__":`` guard.
     :raises KnowledgeBaseError: the index cannot be built or its file is corrupt or foreign.
     """
     root = resolve_root(path)

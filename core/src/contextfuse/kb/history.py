@@ -79,9 +79,17 @@ def update_history(conn: sqlite3.Connection, root: Path, last_head: str | None) 
         conn.execute("DELETE FROM cochange")
     revisions = head if rebuilt else f"{last_head}..{head}"
     out = _git(
-        root, "log", "--no-renames", "--name-only", "-z", "--relative", _FORMAT, revisions,
-        "--", ".",
-    )  # fmt: skip
+        root,
+        "log",
+        "--no-renames",
+        "--name-only",
+        "-z",
+        "--relative",
+        _FORMAT,
+        revisions,
+        "--",
+        ".",
+    )
     commits = _parse_log(out or b"")
     known = {row[0] for row in conn.execute("SELECT sha FROM commits")} if not rebuilt else set()
     commits = [c for c in commits if c.sha not in known]

@@ -15,6 +15,8 @@ import os
 import pickle
 import shutil
 import sqlite3
+import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -184,6 +186,13 @@ def build_index(
 ) -> IndexStats:
     """Build or refresh the index of ``root``; see :func:`contextfuse.kb.index`."""
     started = time.perf_counter()
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # A spawned worker is importing a script that indexes at import time: indexing here
+        # would wait forever for the parent's lock.
+        raise KnowledgeBaseError(
+            "index() was called while a worker process imported the main script; "
+            "guard the script with `if __name__ == '__main__':`"
+        )
     root = root.resolve()
     if not root.is_dir():
         raise KnowledgeBaseError(f"{root} is not a directory")
@@ -197,6 +206,8 @@ def build_index(
             stats = run.execute(rebuild)
             run.contribute(stats, contributors)
             run.finish(stats)
+        except sqlite3.DatabaseError as exc:  # e.g. a page of the file is damaged
+            raise db.error(exc) from exc
         finally:
             db.close()
     stats.seconds = time.perf_counter() - started
@@ -221,7 +232,11 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
     except ImportError:  # Windows: SQLite's own locking still serialises the writes
         yield
         return
-    with open(lock_path, "a+b") as handle:
+    try:
+        handle = open(lock_path, "a+b")  # noqa: SIM115 (closed below, after the unlock)
+    except OSError as exc:
+        raise KnowledgeBaseError(f"cannot lock the index ({lock_path}): {exc}") from exc
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -267,6 +282,7 @@ class _Run:
         self.changed: list[str] = []
         self.removed: list[str] = []
         self.written: list[str] = []  # paths parsed and written in this run
+        self.notes: list[str] = []  # for the stats
         # True while no file was added or removed and every changed file kept its symbols:
         # then only the changed files' own edges need resolving again.
         self.same_shape = True
@@ -301,6 +317,7 @@ class _Run:
             if outdated and not rebuild:
                 stats.notes.append("the index was built by another version and was rebuilt")
             self.update_files(found, stats, full)
+            stats.notes.extend(self.notes)
             writer = IndexWriter(conn)
             changed = bool(self.changed or self.removed) or full
             if changed:
@@ -436,8 +453,13 @@ class _Run:
 
     def outcomes(self, todo: list[Todo]) -> Iterator[Outcome]:
         """The outcome of each file of ``todo``, in order; in worker processes when many."""
+        context = _pool_context()
         workers = self.workers if self.workers is not None else (os.cpu_count() or 1)
-        if workers <= 1 or (self.workers is None and len(todo) < _PARALLEL_MIN_FILES):
+        automatic = self.workers is None
+        # Automatic workers only where they fork: spawned ones re-import the caller's script.
+        if workers <= 1 or (
+            automatic and (len(todo) < _PARALLEL_MIN_FILES or context.get_start_method() != "fork")
+        ):
             for item in todo:
                 yield process_file(self.root, self.project, item, self.max_file_size)
             return
@@ -446,31 +468,39 @@ class _Run:
         except Exception:
             tokenizer = None
         batches = iter([todo[i : i + _BATCH_FILES] for i in range(0, len(todo), _BATCH_FILES)])
-        # spawn: forking a process that runs threads (sqlite, the token counter) is unsafe.
-        context = multiprocessing.get_context("spawn")
         workers = min(workers, _MAX_WORKERS)
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            queue: deque[Future[list[Outcome]]] = deque()
+        done = 0
+        try:
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                queue: deque[Future[list[Outcome]]] = deque()
 
-            def submit() -> None:
-                batch = next(batches, None)
-                if batch is not None:
-                    queue.append(
-                        pool.submit(
-                            process_batch, self.root, self.project, batch, self.max_file_size,
-                            tokenizer,
+                def submit() -> None:
+                    batch = next(batches, None)
+                    if batch is not None:
+                        queue.append(
+                            pool.submit(
+                                process_batch,
+                                self.root,
+                                self.project,
+                                batch,
+                                self.max_file_size,
+                                tokenizer,
+                            )
                         )
-                    )  # fmt: skip
 
-            for _ in range(2 * workers):  # a bounded queue keeps memory flat
-                submit()
-            while queue:
-                try:
+                for _ in range(2 * workers):  # a bounded queue keeps memory flat
+                    submit()
+                while queue:
                     results = queue.popleft().result()
-                except BrokenProcessPool as exc:
-                    raise KnowledgeBaseError(f"an indexing worker process died: {exc}") from exc
-                submit()
-                yield from results
+                    submit()
+                    for outcome in results:
+                        yield outcome
+                        done += 1
+        except BrokenProcessPool as exc:
+            # E.g. a script without ``if __name__ == "__main__":`` that spawned workers re-run.
+            self.notes.append(f"worker processes stopped ({exc}); the rest was parsed here")
+        for item in todo[done:]:
+            yield process_file(self.root, self.project, item, self.max_file_size)
 
     def write(
         self,
@@ -550,6 +580,18 @@ class _Run:
             _totals(conn, stats)
         stats.notes[:0] = _notes(conn, stats.git)
         conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """How worker processes start.
+
+    ``fork`` starts at once and never imports the caller's ``__main__``, but is safe only in a
+    process with a single thread, and only where it is the platform's habit (Linux);
+    elsewhere ``spawn``.
+    """
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
 
 
 def _cacheable(reason: str) -> bool:

@@ -31,9 +31,21 @@ _CAPITALISED = re.compile(r"\b[A-Z]\w+")
 _GO_MODULE = re.compile(r"^module\s+\"?([^\s\"]+)", re.MULTILINE)
 _MAX_MODULE_FILES = 20  # a Go import links to at most this many files of the package
 _CODE_KINDS = frozenset(
-    {"class", "function", "method", "interface", "struct", "enum", "trait", "type", "record",
-     "union", "module", "annotation"}
-)  # fmt: skip
+    {
+        "class",
+        "function",
+        "method",
+        "interface",
+        "struct",
+        "enum",
+        "trait",
+        "type",
+        "record",
+        "union",
+        "module",
+        "annotation",
+    }
+)
 _CODE_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java"})
 _JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 

@@ -12,13 +12,26 @@ from contextfuse.kb.parsed import ParsedFile
 __all__ = ["TREE_SITTER_LANGUAGES", "detect", "parse", "planned_parser"]
 
 _EXTENSIONS = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
-    ".go": "go", ".rs": "rust", ".java": "java",
-    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown",
-    ".rst": "rst", ".rest": "rst", ".txt": "text",
-}  # fmt: skip
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".rst": "rst",
+    ".rest": "rst",
+    ".txt": "text",
+}
 _CONFIG = frozenset(
     {".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".xml", ".properties", ".lock"}
 )

@@ -48,16 +48,25 @@ def _js(entry: str) -> _Spec:
         grammar="tree_sitter_javascript" if entry == "language" else "tree_sitter_typescript",
         entry=entry,
         functions=frozenset(
-            {"function_declaration", "generator_function_declaration", "method_definition",
-             "function_signature", "method_signature", "abstract_method_signature"}
+            {
+                "function_declaration",
+                "generator_function_declaration",
+                "method_definition",
+                "function_signature",
+                "method_signature",
+                "abstract_method_signature",
+            }
         ),
-        containers={"class_declaration": "class", "abstract_class_declaration": "class",
-                    "interface_declaration": "interface"},
+        containers={
+            "class_declaration": "class",
+            "abstract_class_declaration": "class",
+            "interface_declaration": "interface",
+        },
         types={"type_alias_declaration": "type", "enum_declaration": "enum"},
         wrappers=frozenset({"export_statement"}),
         fields=frozenset({"public_field_definition", "field_definition", "property_signature"}),
         imports=_JS_IMPORTS,
-    )  # fmt: skip
+    )
 
 
 LANGUAGES: dict[str, _Spec] = {
@@ -109,9 +118,16 @@ LANGUAGES: dict[str, _Spec] = {
 }
 _COMMENTS = frozenset({"comment", "line_comment", "block_comment"})
 _HERITAGE = frozenset(
-    {"class_heritage", "superclass", "super_interfaces", "extends_interfaces", "extends_clause",
-     "implements_clause", "extends_type_clause"}
-)  # fmt: skip
+    {
+        "class_heritage",
+        "superclass",
+        "super_interfaces",
+        "extends_interfaces",
+        "extends_clause",
+        "implements_clause",
+        "extends_type_clause",
+    }
+)
 _NAMES = frozenset({"identifier", "type_identifier", "property_identifier", "field_identifier"})
 _JS_FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function"}
@@ -218,9 +234,14 @@ class _Walk:
             self.declaration(child, child, doc, parent, prefix, owner)
 
     def declaration(
-        self, outer: Any, node: Any, doc: list[Any], parent: str, prefix: str,
+        self,
+        outer: Any,
+        node: Any,
+        doc: list[Any],
+        parent: str,
+        prefix: str,
         owner: list[Segment],
-    ) -> None:  # fmt: skip
+    ) -> None:
         kind = node.type
         spec = self.spec
         if kind in spec.wrappers:
@@ -246,8 +267,12 @@ class _Walk:
             for type_spec in specs:
                 self.whole(
                     outer if len(specs) == 1 else type_spec,
-                    type_spec, doc, parent, prefix, _go_kind(type_spec),
-                )  # fmt: skip
+                    type_spec,
+                    doc,
+                    parent,
+                    prefix,
+                    _go_kind(type_spec),
+                )
         elif kind in spec.types:
             self.whole(outer, node, doc, parent, prefix, spec.types[kind])
         elif kind in spec.fields:
@@ -256,9 +281,16 @@ class _Walk:
     # ---- symbols ---------------------------------------------------------------------------
 
     def add(
-        self, outer: Any, node: Any, doc: list[Any], parent: str, prefix: str, kind: str,
-        segments: list[Segment], name: str | None = None,
-    ) -> Symbol:  # fmt: skip
+        self,
+        outer: Any,
+        node: Any,
+        doc: list[Any],
+        parent: str,
+        prefix: str,
+        kind: str,
+        segments: list[Segment],
+        name: str | None = None,
+    ) -> Symbol:
         if name is None:
             name_node = node.child_by_field_name("name")
             name = self.text(name_node) if name_node is not None else kind

@@ -12,7 +12,14 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["identifier_parts", "name_terms", "parts_text", "path_terms", "query_terms"]
+__all__ = [
+    "identifier_parts",
+    "name_terms",
+    "parts_text",
+    "path_terms",
+    "query_terms",
+    "weighted_query_terms",
+]
 
 _WORD = re.compile(r"\w+")
 # A path-like token in a query: at least one separator between word characters.
@@ -89,16 +96,31 @@ def query_terms(query: str) -> list[str]:
     Only word characters survive, so any input (quotes, ``*``, parentheses) is safe to quote
     into an FTS5 MATCH expression.
     """
-    seen: dict[str, None] = {}
+    return list(weighted_query_terms(query))
+
+
+def weighted_query_terms(query: str) -> dict[str, int]:
+    """:func:`query_terms` with a weight each: 2 for what looks like code, 1 for words.
+
+    Code is a path, or a word with an inner underscore, an inner capital or letters and
+    digits (``bulk_create``, ``QuerySet``, ``utf8``); prose words, numbers, words in capitals
+    (``INSERT``) and the parts of identifiers weigh 1.
+    """
+    weights: dict[str, int] = {}
     for token in _PATHLIKE.findall(query):
-        seen.setdefault(_joined(token), None)
+        weights.setdefault(_joined(token), 2)
         name = token.rsplit("/", 1)[-1]
         if name != token and "." in name:
-            seen.setdefault(_joined(name), None)
+            weights.setdefault(_joined(name), 2)
     for word in _WORD.findall(query):
         lowered = word.lower()
         if len(lowered) >= _MIN_PART or lowered.isdigit():
-            seen.setdefault(lowered, None)
+            code = (
+                "_" in word.strip("_")
+                or (word[1:] != word[1:].lower() and word != word.upper())  # camelCase
+                or (not word.isalpha() and not word.isdigit() and "_" not in word)  # x2, utf8
+            )
+            weights[lowered] = max(weights.get(lowered, 1), 2 if code else 1)
         for part in identifier_parts(word):
-            seen.setdefault(part, None)
-    return list(seen)
+            weights.setdefault(part, 1)
+    return weights

@@ -7,20 +7,30 @@ informative terms, the rarest by document frequency, so search stays fast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from contextfuse.backends import SearchHit
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
-from contextfuse.kb.terms import query_terms
+from contextfuse.kb.terms import weighted_query_terms
 
 __all__ = ["MAX_QUERY_TERMS", "SQLiteTextBackend"]
 
 #: Terms kept from a query. Each OR-ed term adds its whole posting list to the scan.
 MAX_QUERY_TERMS = 24
-#: Terms found in more than this share of the nodes are near-stopwords (``self``, ``the``):
-#: BM25 gives them almost no weight, but they cost the most to scan.
-_COMMON_SHARE = 0.25
+#: Terms found in more than this share of the nodes are near-stopwords (``self``, ``the``,
+#: ``update`` in Django): BM25 gives them little weight, but they cost the most to scan.
+#: They are left out of queries that have at least ``_ENOUGH_TERMS`` others.
+_COMMON_SHARE = 0.05
+_ENOUGH_TERMS = 8
+#: English function words: frequent in issue texts and docs, never what a search is about.
+_FUNCTION_WORDS = (
+    "a about after all also an and any are as at be been before but by can could did do does "
+    "for from had has have how i if in into is it its just me more most my no not of on or "
+    "our should so some than that the their then there these they this those to too very was "
+    "we were what when where which who why will with would you your"
+)
+_STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 #: bm25() weights of the columns name, path, body, parts.
 _WEIGHTS = (10.0, 4.0, 1.0, 0.5)
 
@@ -37,7 +47,7 @@ class SQLiteTextBackend:
         """Best-matching nodes for a free-text query, best first (score: higher is better)."""
         if limit <= 0:
             return []
-        terms = self.select_terms(query_terms(query))
+        terms = self.select_terms(weighted_query_terms(query))
         if not terms:
             return []
         match = " OR ".join(f'"{term}"' for term in terms)
@@ -54,20 +64,31 @@ class SQLiteTextBackend:
         params.append(limit)
         return [SearchHit(uri, -float(rank)) for uri, rank in self._db.read(sql, params)]
 
-    def select_terms(self, terms: list[str]) -> list[str]:
-        """The terms worth searching: present in the index, rarest first, at most a few."""
-        if not terms:
+    def select_terms(self, terms: Mapping[str, int] | Sequence[str]) -> list[str]:
+        """The terms worth searching: present in the index, at most a few.
+
+        ``terms`` may carry weights (see ``weighted_query_terms``): heavier terms (code) come
+        first, then, within a weight, the rarer ones.
+        """
+        weights = terms if isinstance(terms, Mapping) else dict.fromkeys(terms, 1)
+        candidates = [t for t in weights if t not in _STOPWORDS] or list(weights)
+        if not candidates:
             return []
         frequency: dict[str, int] = {}
-        for chunk in chunked(terms):
+        for chunk in chunked(candidates):
             marks = ",".join("?" * len(chunk))
             for term, docs in self._db.read(
                 f"SELECT term, docs FROM vocabulary WHERE term IN ({marks})", chunk
             ):
                 frequency[term] = int(docs)
-        present = sorted((t for t in terms if t in frequency), key=lambda t: frequency[t])
-        if len(present) <= MAX_QUERY_TERMS:
+        present = sorted(
+            (t for t in candidates if t in frequency), key=lambda t: (-weights[t], frequency[t])
+        )
+        if len(present) <= _ENOUGH_TERMS:
             return present
-        total = self._db.read("SELECT count(*) FROM nodes")[0][0]
-        informative = [t for t in present if frequency[t] <= total * _COMMON_SHARE]
-        return (informative or present)[:MAX_QUERY_TERMS]
+        common = self._db.read("SELECT count(*) FROM nodes")[0][0] * _COMMON_SHARE
+        kept = [t for t in present if frequency[t] <= common]
+        if len(kept) < _ENOUGH_TERMS:  # top up with the least common of the common ones
+            rest = sorted((t for t in present if frequency[t] > common), key=frequency.__getitem__)
+            kept += rest[: _ENOUGH_TERMS - len(kept)]
+        return kept[:MAX_QUERY_TERMS]

@@ -68,9 +68,13 @@ def fts_rows(
     for (kind, name, qualname, own), node_parts in zip(nodes, parts, strict=True):
         if kind == "file":
             rows.append(
-                (name_terms(name, qualname), path_terms(path), full_text,
-                 " ".join(p for p in parts if p))
-            )  # fmt: skip
+                (
+                    name_terms(name, qualname),
+                    path_terms(path),
+                    full_text,
+                    " ".join(p for p in parts if p),
+                )
+            )
         else:
             rows.append((name_terms(name, qualname), file_name, own, node_parts))
     return rows
@@ -160,11 +164,19 @@ class IndexWriter:
             self._next_file += 1
             files_rows.append(
                 (
-                    file_id, record.path, record.size, record.mtime_ns, record.sha256,
-                    record.language, record.plan, record.content, json.dumps(record.facts),
-                    json.dumps(record.redactions, sort_keys=True), record.note,
+                    file_id,
+                    record.path,
+                    record.size,
+                    record.mtime_ns,
+                    record.sha256,
+                    record.language,
+                    record.plan,
+                    record.content,
+                    json.dumps(record.facts),
+                    json.dumps(record.redactions, sort_keys=True),
+                    record.note,
                 )
-            )  # fmt: skip
+            )
             ids: dict[str, int] = {}
             for draft, search in zip(record.drafts, record.search, strict=True):
                 node_id = reuse.get(draft.uri, 0)
@@ -175,11 +187,22 @@ class IndexWriter:
                 parent = ids.get(draft.parent_uri) if draft.parent_uri else None
                 node_rows.append(
                     (
-                        node_id, draft.uri, file_id, record.path, draft.kind, draft.name,
-                        draft.qualname, parent, record.language, draft.line_start, draft.line_end,
-                        record.resource_type, draft.summary, draft.content_hash,
+                        node_id,
+                        draft.uri,
+                        file_id,
+                        record.path,
+                        draft.kind,
+                        draft.name,
+                        draft.qualname,
+                        parent,
+                        record.language,
+                        draft.line_start,
+                        draft.line_end,
+                        record.resource_type,
+                        draft.summary,
+                        draft.content_hash,
                     )
-                )  # fmt: skip
+                )
                 full = draft.texts[0]
                 for depth, text in zip(DEPTHS, draft.texts, strict=True):
                     # NULL: the node's lines of the file (depth 9, or a depth equal to it).
