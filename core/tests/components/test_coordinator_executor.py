@@ -582,8 +582,9 @@ def test_a_strategy_is_held_to_its_own_max_fragments() -> None:
 
 
 def test_a_strategy_is_held_to_its_own_breaker_threshold() -> None:
-    ex = executor(circuit_breaker_threshold=5,
-                  strategy_limits={"fragile": {"circuit_breaker_threshold": 1}})
+    ex = executor(
+        circuit_breaker_threshold=5, strategy_limits={"fragile": {"circuit_breaker_threshold": 1}}
+    )
     run(ex, (Stub("fragile", boom), 100), (Stub("sturdy", boom), 100))
     assert ex.circuit_state("fragile") == "open"
     assert ex.circuit_state("sturdy") == "closed"
