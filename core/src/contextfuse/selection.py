@@ -22,8 +22,12 @@ from contextfuse.models import (
     FragmentProvenance,
     PlanContext,
 )
+from contextfuse.tokenizer import default_tokenizer
 
-__all__ = ["NodeScoringStrategy", "SelectionPolicy", "select_fragments"]
+__all__ = ["HEADER_SYMBOL", "NodeScoringStrategy", "SelectionPolicy", "select_fragments"]
+
+#: Symbol part of the URI of a file's header fragment (``project://p/a.py#<header>``).
+HEADER_SYMBOL = "<header>"
 
 _CODE_KINDS = frozenset({"function", "method", "class", "section", "module"})
 
@@ -40,6 +44,9 @@ class SelectionPolicy:
     :param whole_file_tokens: files at most this big are shown whole rather than by symbol.
     :param max_outline_share: the largest share one file outline (depth 2) may take.
     :param map_files: at most this many files in the map.
+    :param max_header_share: the largest share a file's header (its lines before the first
+        symbol: imports, constants) may take; it is shown with the file's first full-source
+        symbol, since an edit often starts there.
     :param max_fragments: at most this many fragments in all (the registry's default
         ``max_fragments`` per strategy).
     """
@@ -51,6 +58,7 @@ class SelectionPolicy:
     max_outline_share: float = 0.08
     map_files: int = 60
     max_fragments: int = 100
+    max_header_share: float = 0.05
 
 
 def _span(rendering: Rendering) -> tuple[int, int]:
@@ -175,6 +183,18 @@ def select_fragments(
                 continue
         if used + choice.token_count <= code_budget:
             take(node, choice, score)
+            if choice.depth == DetailDepth.FULL_SOURCE and node.kind != "file":
+                header = _module_header(store, backends, nodes, renderings, node.file_uri)
+                limit = max(1, int(available * policy.max_header_share))
+                if (
+                    header is not None
+                    and header.token_count <= limit
+                    and used + header.token_count <= code_budget
+                    and not _overlaps(spans.get(node.file_uri, []), _span(header))
+                ):
+                    file_node = nodes[node.file_uri]
+                    header_node = attrs.evolve(file_node, uri=f"{file_node.uri}#{HEADER_SYMBOL}")
+                    take(header_node, header, score * 0.95)
 
     # Phase 2: a map of the best files not shown yet, at outline depth.
     max_outline = max(1, int(available * policy.max_outline_share))
@@ -198,6 +218,31 @@ def select_fragments(
 
     chosen.sort(key=lambda sf: (-sf[0], -sf[1].detail_depth, sf[1].uko_node))
     return [fragment for _, fragment in chosen]
+
+
+def _module_header(
+    store: Any,
+    backends: BackendSet,
+    nodes: Mapping[str, Node],
+    renderings: _LazyRenderings,
+    file_uri: str,
+) -> Rendering | None:
+    """The file's lines before its first symbol (imports, constants), as full source."""
+    if file_uri not in nodes:
+        return None
+    full = renderings.get(file_uri).get(DetailDepth.FULL_SOURCE)
+    children = store.children(file_uri)
+    if full is None or not children:
+        return None
+    first = min(child.line_start for child in children if child.line_start) - 1
+    lines = full.content.split("\n")[:first]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return None
+    text = "\n".join(lines)
+    tokenizer = backends.tokenizer or default_tokenizer()
+    return Rendering(DetailDepth.FULL_SOURCE, text, tokenizer.count(text), 1, len(lines))
 
 
 def _fragment(node: Node, rendering: Rendering, relevance: float, strategy: str) -> ContextFragment:

@@ -109,3 +109,11 @@ def test_mentions_find_paths_dotted_names_and_identifiers():
 def test_the_plugin_is_found_through_its_entry_point():
     pm = make_plugin_manager()
     assert "simple-keyword" in {s.strategy.name for s in pm.strategy_sources()}
+
+
+def test_a_files_header_comes_with_its_first_full_source_symbol(backends):
+    fragments = {f.uko_node: f for f in run(backends, "ShoppingCart.add_item count")}
+    header = next(f for uri, f in fragments.items() if uri.endswith("shop/cart.py#<header>"))
+    assert header.detail_depth == 9
+    assert header.content == '"""The shopping cart."""'
+    assert header.provenance.location == "L1-L1"
