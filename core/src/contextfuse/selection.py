@@ -47,6 +47,8 @@ class SelectionPolicy:
     :param max_header_share: the largest share a file's header (its lines before the first
         symbol: imports, constants) may take; it is shown with the file's first full-source
         symbol, since an edit often starts there.
+    :param file_evidence_weight: how much a node's file's evidence (the sum of its best
+        five node scores) counts against the node's own score when choosing code.
     :param max_fragments: at most this many fragments in all (the registry's default
         ``max_fragments`` per strategy).
     """
@@ -59,6 +61,7 @@ class SelectionPolicy:
     map_files: int = 60
     max_fragments: int = 100
     max_header_share: float = 0.05
+    file_evidence_weight: float = 0.5
 
 
 def _span(rendering: Rendering) -> tuple[int, int]:
@@ -154,10 +157,27 @@ def select_fragments(
         spans.setdefault(node.file_uri, []).append(_span(rendering))
         used += rendering.token_count
 
-    # Phase 1: full source of the best nodes (small files whole).
+    # Phase 1: full source of the best nodes (small files whole). A node in a file with
+    # much evidence (several good nodes) ranks above an equally good stray node, so the
+    # code concentrates in the files most likely to matter.
+    evidence: dict[str, list[float]] = {}
+    for uri, score in ranked:
+        node = nodes.get(uri)
+        if node is not None:
+            evidence.setdefault(node.file_uri, []).append(score)
+    file_evidence = {f: sum(sorted(v, reverse=True)[:5]) for f, v in evidence.items()}
+    strongest = max(file_evidence.values(), default=0.0) or 1.0
+    weight = policy.file_evidence_weight
+
+    def code_rank(item: tuple[str, float]) -> tuple[float, str]:
+        uri, score = item
+        node = nodes.get(uri)
+        strength = file_evidence.get(node.file_uri, 0.0) / strongest if node else 0.0
+        return (-((1 - weight) * score / top + weight * strength), uri)
+
     code_budget = available - min(int(available * policy.map_share), policy.max_map_tokens)
     max_piece = max(1, int(available * policy.max_code_share))
-    for uri, score in ranked:
+    for uri, score in sorted(ranked, key=code_rank):
         if used >= code_budget or len(chosen) >= policy.max_fragments:
             break
         node = nodes.get(uri)
