@@ -70,3 +70,18 @@ def test_the_component_replacement_example_replaces_the_scorer():
         )
     )
     assert out.strip() == "CheapestFirstScorer"
+
+
+def test_the_repository_example_assembles_within_budget(tmp_path):
+    (tmp_path / "packer.py").write_text(
+        "def pack(fragments, budget):\n    '''Skip fragments that do not fit.'''\n"
+        "    return [f for f in fragments if f <= budget]\n"
+    )
+    example = python_blocks(ROOT / "README.md")[1] + (
+        "\nprint(payload.is_within_budget, len(payload.fragments) > 0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", example], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith("True True")

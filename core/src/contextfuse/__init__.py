@@ -42,8 +42,10 @@ _EXPORTS: dict[str, str] = {
     "Tokenizer": "contextfuse.tokenizer",
     "TiktokenTokenizer": "contextfuse.tokenizer",
     "default_tokenizer": "contextfuse.tokenizer",
-    # pipeline
+    # pipeline and assembly over a repository
     "ACMSPipeline": "contextfuse.pipeline",
+    "ContextAssembler": "contextfuse.assembler",
+    "assemble_context": "contextfuse.assembler",
     # knowledge base
     "index": "contextfuse.kb",
     "open_backends": "contextfuse.kb",
@@ -77,6 +79,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from contextfuse.assembler import ContextAssembler, assemble_context
     from contextfuse.backends import (
         BackendSet,
         FragmentBackend,
