@@ -20,8 +20,3 @@ def context_hash(parts: Iterable[tuple[str, str]]) -> str:
             digest.update(len(data).to_bytes(8, "big"))
             digest.update(data)
     return digest.hexdigest()
-
-
-def content_digest(text: str) -> str:
-    """SHA-256 hex digest of one text (used for dedup and embedding caches)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

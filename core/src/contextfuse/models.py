@@ -6,7 +6,7 @@ Every model is a frozen pydantic v2 model; the validation rules are those of
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -355,7 +355,3 @@ class ContextPayload(_Frozen):
     def remaining_tokens(self) -> int:
         """Available tokens not yet used (never negative)."""
         return max(0, self.budget.available_tokens - self.total_tokens - self.preamble_tokens)
-
-    def fragment_uris(self) -> Iterable[str]:
-        """The UKO node of every fragment, in order."""
-        return (f.uko_node for f in self.fragments)
