@@ -360,8 +360,13 @@ def _explain(
                     f"fell back from depth {fallbacks[s.fragment.uko_node][0]} to "
                     f"{fallbacks[s.fragment.uko_node][1]}: the deeper rendering did not fit"
                     if s.fragment.uko_node in fallbacks
-                    else "deepest rendering returned; it fit"
+                    else str(
+                        s.fragment.metadata.get(
+                            "depth_reason", "deepest rendering returned; it fit"
+                        )
+                    )
                 ),
+                "signals": str(s.fragment.metadata.get("signals", "")),
                 "tokens": s.fragment.token_count,
             }
             for s in ordered
