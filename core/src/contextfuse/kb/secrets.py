@@ -97,8 +97,7 @@ _SECRET_NAME = (
     r"[_-]?token|passw(?:or)?d|pwd|access[_-]?key|private[_-]?key|auth[_-]?key)(?![\w.-])"
 )
 _ASSIGNMENT = re.compile(
-    _SECRET_NAME
-    + r"['\"]?\s*(?::=|=>|[:=])\s*(?:[bru]{0,2})['\"](?P<value>[^'\"\s]{16,256})['\"]"
+    _SECRET_NAME + r"['\"]?\s*(?::=|=>|[:=])\s*(?:[bru]{0,2})['\"](?P<value>[^'\"\s]{16,256})['\"]"
 )
 # The same in configuration files, where values go unquoted: ``password = hunter2``.
 _CONFIG_ASSIGNMENT = re.compile(
