@@ -150,12 +150,17 @@ def select_fragments(
     chosen: list[tuple[float, ContextFragment]] = []
     spans: dict[str, list[tuple[int, int]]] = {}
     taken: set[str] = set()
+    mapped_files: set[str] = set()
     used = 0
 
     def take(node: Node, rendering: Rendering, score: float, reason: str) -> None:
         nonlocal used
         chosen.append((score, _fragment(node, rendering, score / top, strategy, reason)))
-        spans.setdefault(node.file_uri, []).append(_span(rendering))
+        if rendering.depth == DetailDepth.OUTLINE:
+            # An outline maps the file; code of the file may still be shown beside it.
+            mapped_files.add(node.file_uri)
+        else:
+            spans.setdefault(node.file_uri, []).append(_span(rendering))
         taken.add(node.uri)
         used += rendering.token_count
 
@@ -219,6 +224,7 @@ def select_fragments(
                 header_uri = f"{node.file_uri}#{HEADER_SYMBOL}"
                 if (
                     header is not None
+                    and len(chosen) < policy.max_fragments
                     and header_uri not in taken
                     and header.token_count <= header_limit
                     and used + header.token_count <= limit
@@ -237,7 +243,7 @@ def select_fragments(
         for file_uri, score in files_ranked:
             if mapped >= policy.map_files or used >= limit or len(chosen) >= policy.max_fragments:
                 return
-            if file_uri in spans:
+            if file_uri in spans or file_uri in mapped_files:
                 continue
             node = nodes.get(file_uri)
             outline = renderings.get(file_uri).get(DetailDepth.OUTLINE)
@@ -294,7 +300,7 @@ def _fragment(
     redacted = rendering.content.count("[REDACTED:")
     if redacted:
         # The agent should know the text was altered, and why.
-        metadata["redacted"] = redacted
+        metadata["redacted"] = str(redacted)
     return ContextFragment(
         uko_node=node.uri,
         content=rendering.content,
