@@ -101,21 +101,28 @@ def main() -> None:
             flush=True,
         )
 
-    print("| strategy | budget | all | lines | use | p50 ms | over |")
+    summary: dict[str, dict[str, Any]] = {}
+    print("| selection | budget | all | lines | use | p50 ms | over |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for (name, budget), found in rows.items():
         n = len(found)
         lines = [r["lines"] for r in found if r["lines"] is not None]
+        s = summary[f"{name}@{budget}"] = {
+            "n": n,
+            "all": round(100 * sum(r["hits"] == r["n_gold"] for r in found) / n, 1),
+            "lines": round(100 * statistics.mean(lines), 1) if lines else 0.0,
+            "use": round(statistics.mean(r["use"] for r in found), 3),
+            "p50_ms": round(1000 * statistics.median(r["seconds"] for r in found)),
+            "over": sum(r["over"] for r in found),
+        }
         print(
-            f"| {name} | {budget} | {100 * sum(r['hits'] == r['n_gold'] for r in found) / n:.1f} "
-            f"| {100 * statistics.mean(lines) if lines else 0:.1f} "
-            f"| {100 * statistics.mean(r['use'] for r in found):.0f}% "
-            f"| {1000 * statistics.median(r['seconds'] for r in found):.0f} "
-            f"| {sum(r['over'] for r in found)} |"
+            f"| {name} | {budget} | {s['all']} | {s['lines']} | {s['use']} | {s['p50_ms']} "
+            f"| {s['over']} |"
         )
     if args.out:
         with open(args.out, "w") as fh:
-            json.dump({f"{k[0]}@{k[1]}": v for k, v in rows.items()}, fh, indent=1)
+            rows_out = {f"{k[0]}@{k[1]}": v for k, v in rows.items()}
+            json.dump({"summary": summary, "tasks": rows_out}, fh, indent=1)
 
 
 if __name__ == "__main__":
