@@ -186,9 +186,9 @@ def select_fragments(
     max_piece = max(1, int(available * policy.max_code_share))
     header_limit = max(1, int(available * policy.max_header_share))
 
-    def spend_on_code(limit: int) -> None:
+    def spend_on_code(limit: int, slots: int) -> None:
         for position, (uri, score) in enumerate(code_order, start=1):
-            if used >= limit or len(chosen) >= policy.max_fragments:
+            if used >= limit or len(chosen) >= slots:
                 return
             node = nodes.get(uri)
             if node is None or uri in taken:
@@ -224,7 +224,7 @@ def select_fragments(
                 header_uri = f"{node.file_uri}#{HEADER_SYMBOL}"
                 if (
                     header is not None
-                    and len(chosen) < policy.max_fragments
+                    and len(chosen) < slots
                     and header_uri not in taken
                     and header.token_count <= header_limit
                     and used + header.token_count <= limit
@@ -254,7 +254,10 @@ def select_fragments(
                 mapped += 1
 
     code_budget = available - min(int(available * policy.map_share), policy.max_map_tokens)
-    spend_on_code(code_budget)
+    # Code may not take every fragment slot: the map's files are how the agent finds its way,
+    # and at large budgets many small code fragments would otherwise crowd them out.
+    map_slots = min(policy.map_files, policy.max_fragments // 3)
+    spend_on_code(code_budget, policy.max_fragments - map_slots)
     # A map of the best files not shown yet, at outline depth.
     max_outline = max(1, int(available * policy.max_outline_share))
     files_ranked = sorted(file_score.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -262,7 +265,7 @@ def select_fragments(
     spend_on_map(available)
     # What the map left unused goes to more code, so the budget is spent.
     renderings.order = [uri for uri, _ in code_order]
-    spend_on_code(available)
+    spend_on_code(available, policy.max_fragments)
 
     chosen.sort(key=lambda sf: (-sf[0], -sf[1].detail_depth, sf[1].uko_node))
     return [fragment for _, fragment in chosen]

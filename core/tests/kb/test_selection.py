@@ -66,3 +66,11 @@ def test_a_fragment_with_redacted_text_says_so(new_repo, write, build, opened) -
     scores = {uri: s for uri, s in _scores(kb).items() if "/conf.py" in uri}
     (fragment,) = select_fragments(scores, kb, 500, strategy="t")
     assert fragment.metadata["redacted"] == "1" and secret not in fragment.content
+
+
+def test_code_leaves_fragment_slots_for_the_file_map(new_repo, write, build, opened) -> None:
+    files = {f"pkg/m{i}.py": "import os\n\n\n" + _many_functions(30) for i in range(12)}
+    kb = _kb(new_repo, write, build, opened, files)
+    policy = SelectionPolicy(max_fragments=30, whole_file_tokens=0)
+    fragments = select_fragments(_scores(kb), kb, 200_000, strategy="t", policy=policy)
+    assert any(f.detail_depth == 2 for f in fragments)
