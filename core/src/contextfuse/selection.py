@@ -42,6 +42,8 @@ class SelectionPolicy:
     :param max_code_share: the largest share one full-source fragment may take; a bigger
         node is shown at signature depth (4) instead.
     :param whole_file_tokens: files at most this big are shown whole rather than by symbol.
+    :param whole_file_share: ... or at most this share of the budget, when that is more: a
+        large budget buys whole files, which also keeps the fragment count down.
     :param max_outline_share: the largest share one file outline (depth 2) may take.
     :param map_files: at most this many files in the map.
     :param max_header_share: the largest share a file's header (its lines before the first
@@ -57,6 +59,7 @@ class SelectionPolicy:
     max_map_tokens: int = 8000
     max_code_share: float = 0.3
     whole_file_tokens: int = 700
+    whole_file_share: float = 0.03
     max_outline_share: float = 0.08
     map_files: int = 60
     max_fragments: int = 100
@@ -151,6 +154,7 @@ def select_fragments(
     spans: dict[str, list[tuple[int, int]]] = {}
     taken: set[str] = set()
     mapped_files: set[str] = set()
+    signature_spans: dict[str, list[tuple[int, int]]] = {}
     used = 0
 
     def take(node: Node, rendering: Rendering, score: float, reason: str) -> None:
@@ -159,8 +163,11 @@ def select_fragments(
         if rendering.depth == DetailDepth.OUTLINE:
             # An outline maps the file; code of the file may still be shown beside it.
             mapped_files.add(node.file_uri)
-        else:
+        elif rendering.depth == DetailDepth.FULL_SOURCE:
             spans.setdefault(node.file_uri, []).append(_span(rendering))
+        else:
+            # A class's signatures map it; its methods may still be shown in full.
+            signature_spans.setdefault(node.file_uri, []).append(_span(rendering))
         taken.add(node.uri)
         used += rendering.token_count
 
@@ -185,6 +192,7 @@ def select_fragments(
     code_order = sorted(ranked, key=code_rank)
     max_piece = max(1, int(available * policy.max_code_share))
     header_limit = max(1, int(available * policy.max_header_share))
+    whole_file = max(policy.whole_file_tokens, int(available * policy.whole_file_share))
 
     def spend_on_code(limit: int, slots: int) -> None:
         for position, (uri, score) in enumerate(code_order, start=1):
@@ -198,7 +206,7 @@ def select_fragments(
             if full is None:
                 continue
             if node.kind == "file":
-                if full.token_count > policy.whole_file_tokens:
+                if full.token_count > whole_file:
                     continue  # big files are shown by their symbols and in the map
             elif node.kind not in _CODE_KINDS:
                 continue
@@ -214,7 +222,11 @@ def select_fragments(
                     if full.token_count > max_piece
                     else "signatures: part of its source is already shown"
                 )
-                if choice.token_count > max_piece or _overlaps(file_spans, _span(choice)):
+                if (
+                    choice.token_count > max_piece
+                    or _overlaps(file_spans, _span(choice))
+                    or _overlaps(signature_spans.get(node.file_uri, []), _span(choice))
+                ):
                     continue
             if used + choice.token_count > limit:
                 continue

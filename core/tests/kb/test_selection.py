@@ -74,3 +74,20 @@ def test_code_leaves_fragment_slots_for_the_file_map(new_repo, write, build, ope
     policy = SelectionPolicy(max_fragments=30, whole_file_tokens=0)
     fragments = select_fragments(_scores(kb), kb, 200_000, strategy="t", policy=policy)
     assert any(f.detail_depth == 2 for f in fragments)
+
+
+def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
+    new_repo, write, build, opened
+) -> None:
+    methods = "".join(
+        f'    def step_{i}(self, value):\n        """Step {i}."""\n'
+        + "".join(f"        value = value * {i} + {j}\n" for j in range(6))
+        + "        return value\n\n"
+        for i in range(40)
+    )
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": f"class Pipeline:\n{methods}"})
+    cls = "project://sel/pipeline.py#Pipeline"
+    method = "project://sel/pipeline.py#Pipeline.step_7"
+    fragments = select_fragments({cls: 1.0, method: 0.9}, kb, 4000, strategy="t")
+    depths = {f.uko_node: f.detail_depth for f in fragments}
+    assert depths == {cls: 4, method: 9}
