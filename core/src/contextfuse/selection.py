@@ -51,6 +51,9 @@ class SelectionPolicy:
         symbol, since an edit often starts there.
     :param file_evidence_weight: how much a node's file's evidence (the sum of its best
         five node scores) counts against the node's own score when choosing code.
+    :param spend_target: below this share of the budget spent, the files with the most
+        evidence are shown whole in place of their parts (at large budgets the fragment cap,
+        not the budget, would otherwise end the selection).
     :param max_fragments: at most this many fragments in all (the registry's default
         ``max_fragments`` per strategy).
     """
@@ -60,6 +63,7 @@ class SelectionPolicy:
     max_code_share: float = 0.3
     whole_file_tokens: int = 700
     whole_file_share: float = 0.03
+    spend_target: float = 0.9
     max_outline_share: float = 0.08
     map_files: int = 60
     max_fragments: int = 100
@@ -265,6 +269,28 @@ def select_fragments(
                 take(node, outline, score * 0.9, "outline: file map (breadth)")
                 mapped += 1
 
+    def upgrade_to_whole_files(limit: int) -> None:
+        nonlocal used, chosen
+        for file_uri, _ in sorted(file_evidence.items(), key=lambda kv: (-kv[1], kv[0])):
+            if used >= limit * policy.spend_target:
+                return
+            if file_uri not in spans or file_uri not in nodes:
+                continue
+            whole = renderings.get(file_uri).get(DetailDepth.FULL_SOURCE)
+            parts = [sf for sf in chosen if sf[1].provenance.resource_uri == file_uri]
+            shown = sum(sf[1].token_count for sf in parts)
+            if whole is None or whole.token_count > max_piece:
+                continue
+            if used - shown + whole.token_count > limit:
+                continue
+            chosen = [sf for sf in chosen if sf[1].provenance.resource_uri != file_uri]
+            used -= shown
+            spans.pop(file_uri, None)
+            signature_spans.pop(file_uri, None)
+            mapped_files.discard(file_uri)
+            reason = f"full source: the whole file, in place of {len(parts)} of its parts"
+            take(nodes[file_uri], whole, max(sf[0] for sf in parts), reason)
+
     code_budget = available - min(int(available * policy.map_share), policy.max_map_tokens)
     # Code may not take every fragment slot: the map's files are how the agent finds its way,
     # and at large budgets many small code fragments would otherwise crowd them out.
@@ -278,6 +304,11 @@ def select_fragments(
     # What the map left unused goes to more code, so the budget is spent.
     renderings.order = [uri for uri, _ in code_order]
     spend_on_code(available, policy.max_fragments)
+    # Still unspent (the fragment cap binds at large budgets): the files with the most
+    # evidence are shown whole in place of their parts, then what is left goes to code.
+    if used < available * policy.spend_target:
+        upgrade_to_whole_files(available)
+        spend_on_code(available, policy.max_fragments)
 
     chosen.sort(key=lambda sf: (-sf[0], -sf[1].detail_depth, sf[1].uko_node))
     return [fragment for _, fragment in chosen]

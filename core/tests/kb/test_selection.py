@@ -91,3 +91,18 @@ def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
     fragments = select_fragments({cls: 1.0, method: 0.9}, kb, 4000, strategy="t")
     depths = {f.uko_node: f.detail_depth for f in fragments}
     assert depths == {cls: 4, method: 9}
+
+
+def test_when_the_fragment_cap_binds_the_best_files_are_shown_whole(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(40) for i in range(6)}
+    )
+    policy = SelectionPolicy(max_fragments=12, whole_file_tokens=0)
+    fragments = select_fragments(_scores(kb), kb, 20_000, strategy="t", policy=policy)
+    whole = [
+        f for f in fragments if f.metadata["depth_reason"].startswith("full source: the whole")
+    ]
+    assert whole and all("#" not in f.uko_node for f in whole)
+    assert sum(f.token_count for f in fragments) <= 20_000

@@ -142,4 +142,4 @@ def test_without_vectors_arce_still_ranks_by_text_and_graph(backends):
         ContextBudget(max_tokens=2000, reserved_tokens=0),
         PlanContext(),
     )
-    assert any(f.uko_node.endswith("#resolve_location") for f in fragments)
+    assert any(f.detail_depth == 9 and "def resolve_location" in f.content for f in fragments)

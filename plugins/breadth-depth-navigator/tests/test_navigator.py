@@ -114,8 +114,8 @@ def test_the_walk_reaches_code_the_request_does_not_name(backends):
 
 def test_the_named_symbol_is_the_focus_at_full_source(backends):
     fragments = _assemble(backends, "resolve_location", budget=600)
-    assert fragments[0].uko_node.endswith("http/redirects.py#resolve_location")
-    assert fragments[0].detail_depth == 9
+    assert fragments[0].provenance.resource_uri.endswith("http/redirects.py")
+    assert fragments[0].detail_depth == 9 and "def resolve_location" in fragments[0].content
 
 
 def test_each_fragment_says_why_it_got_its_depth_and_how_it_was_found(backends):
