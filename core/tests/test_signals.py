@@ -87,3 +87,10 @@ def test_fragments_are_annotated_with_the_rank_each_signal_gave_them() -> None:
         [fragment], {"text": ["project://p/b.py", "project://p/a.py#f"], "graph": []}
     )
     assert annotated.metadata["signals"] == "text #2"
+
+
+@pytest.mark.parametrize(
+    "query", ["a failing test shows the bug", "here is a minimal test case", "the test_foo fails"]
+)
+def test_a_bug_report_that_mentions_a_test_does_not_ask_for_tests(query: str) -> None:
+    assert not RequestIntent.of(query).wants_tests

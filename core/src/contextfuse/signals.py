@@ -34,9 +34,9 @@ _TEST_NAME = re.compile(
     r"^(?:test_.*|.*_tests?\.\w+|.*[._-](?:test|spec)\.\w+|conftest\.py|.*Tests?\.(?:java|kt|cs))$"
 )
 _ASKS_TESTS = re.compile(
-    r"\b(?:(?:write|add|adds|adding|update|extend|missing|existing|new|failing)\s+"
-    r"(?:a\s+|the\s+|some\s+)?(?:unit\s+|regression\s+)?tests?\b"
-    r"|unit\s+tests?\b|test\s+(?:suite|coverage|cases?|fixtures?)\b|how\s+(?:is|are)\s+\w+\s+tested)",
+    r"\b(?:(?:write|writing|add|adds|adding|extend|improve)\s+"
+    r"(?:a\s+|the\s+|some\s+|more\s+)?(?:unit\s+|regression\s+|integration\s+)?tests?\b"
+    r"|test\s+coverage\b|how\s+(?:is|are)\s+[\w\s]{1,40}?\s+tested\b|where\s+are\s+the\s+tests)",
     re.IGNORECASE,
 )
 _ASKS_DOCS = re.compile(

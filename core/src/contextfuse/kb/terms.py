@@ -10,6 +10,7 @@ query into a list of the same terms.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 __all__ = [
@@ -129,6 +130,11 @@ _SUFFIXES = (
 _ENDINGS = ("", "s", "es", "ed", "ing", "er", "ers", "ion", "ions", "e", "ation")
 #: Weight of a variant that the query did not spell: below every word it did.
 VARIANT_WEIGHT = 0.5
+#: Numbers rarely name what a request is about (line numbers, versions, counts).
+_NUMBER_WEIGHT = 0.75
+#: Requests longer than this many words (issues, tracebacks) get first-line and repetition
+#: emphasis; a short question is all subject.
+_SHORT_REQUEST = 40
 
 
 def _stem(word: str) -> str:
@@ -163,12 +169,24 @@ def word_variants(word: str) -> tuple[str, ...]:
 def weighted_query_terms(query: str) -> dict[str, float]:
     """:func:`query_terms` with a weight each: 2 for what looks like code, 1 for words.
 
-    Code is a path, or a word with an inner underscore, an inner capital or letters and
-    digits (``bulk_create``, ``QuerySet``, ``utf8``); prose words, numbers, words in capitals
-    (``INSERT``) and the parts of identifiers weigh 1. The inflections of prose words
-    (``redirects`` for ``redirect``) follow at ``VARIANT_WEIGHT``, so a question finds code
-    that spells a word another way, and they never crowd out what the query spelled.
+    Code is a path, or a word with an inner underscore or an inner capital (``bulk_create``,
+    ``QuerySet``); prose words, words with digits (``utf8``, ``r0914``), words in capitals
+    (``INSERT``) and the parts of identifiers weigh 1, numbers 0.75. A long request (an issue)
+    states its subject first and repeats it: a word of the first line gains 1, and each
+    repetition 0.25 (up to 0.75). The inflections of prose words (``redirects`` for
+    ``redirect``) follow at ``VARIANT_WEIGHT``, so a question finds code that spells a word
+    another way, and they never crowd out what the query spelled.
     """
+    words = _WORD.findall(query)
+    long_request = len(words) > _SHORT_REQUEST
+    first_line = {w.lower() for w in _WORD.findall(query.lstrip().split("\n", 1)[0][:300])}
+    counts = Counter(w.lower() for w in words) if long_request else Counter()
+
+    def emphasis(term: str) -> float:
+        if not long_request:
+            return 0.0
+        return (1.0 if term in first_line else 0.0) + 0.25 * min(counts[term] - 1, 3)
+
     weights: dict[str, float] = {}
     prose: list[str] = []
     for token in _PATHLIKE.findall(query):
@@ -176,15 +194,16 @@ def weighted_query_terms(query: str) -> dict[str, float]:
         name = token.rsplit("/", 1)[-1]
         if name != token and "." in name:
             weights.setdefault(_joined(name), 2)
-    for word in _WORD.findall(query):
+    for word in words:
         lowered = word.lower()
-        if len(lowered) >= _MIN_PART or lowered.isdigit():
-            code = (
-                "_" in word.strip("_")
-                or (word[1:] != word[1:].lower() and word != word.upper())  # camelCase
-                or (not word.isalpha() and not word.isdigit() and "_" not in word)  # x2, utf8
+        if lowered.isdigit():
+            weights.setdefault(lowered, _NUMBER_WEIGHT)
+        elif len(lowered) >= _MIN_PART:
+            code = "_" in word.strip("_") or (
+                word[1:] != word[1:].lower() and word != word.upper()  # camelCase
             )
-            weights[lowered] = max(weights.get(lowered, 1), 2 if code else 1)
+            weight = (2 if code else 1) + emphasis(lowered)
+            weights[lowered] = max(weights.get(lowered, 0.0), weight)
             if not code:
                 prose.append(lowered)
         for part in identifier_parts(word):
