@@ -61,7 +61,12 @@ class OpenAIChatProvider:
 
     def complete(self, call: ModelCall) -> ModelReply:
         """POST the call's messages and read the first choice's content."""
-        import httpx
+        try:
+            import httpx
+        except ImportError as exc:
+            raise ProviderError(
+                "httpx is not installed: pip install 'contextfuse-core[serve]'"
+            ) from exc
 
         headers = {"Content-Type": "application/json"}
         if self._api_key:
