@@ -78,7 +78,11 @@ def test_pinned_user_messages_between_compacted_units_stay_in_place() -> None:
 
 
 def test_the_presets_are_data_files_run_by_generic_node_kinds() -> None:
-    kinds = {node.kind for name in ("selective-compaction", "single-summary") for node in preset(name).nodes}
+    kinds = {
+        node.kind
+        for name in ("selective-compaction", "single-summary")
+        for node in preset(name).nodes
+    }
     assert kinds <= {"op", "decide", "select", "generate"}
     assert "compaction" not in inspect.getsource(runtime).lower()
 

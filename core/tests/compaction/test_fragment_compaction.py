@@ -119,7 +119,9 @@ def test_no_generation_call_is_made_when_nothing_is_to_be_summarized(
     provider = Choosing("archive")
     result = run(transcript(6), provider)
     assert {c.kind for c in provider.calls} == {"decision"}
-    node = next(n for n in result["x_router"]["decision_trace"]["flow_nodes"] if n["id"] == "summarize")
+    node = next(
+        n for n in result["x_router"]["decision_trace"]["flow_nodes"] if n["id"] == "summarize"
+    )
     assert node["status"] == "skipped"
 
 
@@ -157,9 +159,13 @@ def test_a_unit_too_large_to_summarize_whole_is_kept_and_reported(
     transcript: Callable[..., Messages],
 ) -> None:
     result = run(transcript(5, output=lambda n: "y" * 60_000 if n == 0 else "ok"))
-    assert {"start": 2, "end": 4, "reason": "oversized_unit", "decision": None, "action": "keep"} in (
-        result["compaction"]["fragments"]
-    )
+    assert {
+        "start": 2,
+        "end": 4,
+        "reason": "oversized_unit",
+        "decision": None,
+        "action": "keep",
+    } in (result["compaction"]["fragments"])
     assert result["compaction"]["limits"][0]["reason"] == "oversized_unit"
 
 

@@ -38,7 +38,9 @@ def reply(content: str, finish: str = "stop", status: int = 200) -> Behaviour:
     return behave
 
 
-def send(handler: BaseHTTPRequestHandler, status: int, raw: bytes, length: int | None = None) -> None:
+def send(
+    handler: BaseHTTPRequestHandler, status: int, raw: bytes, length: int | None = None
+) -> None:
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(raw) if length is None else length))
@@ -55,7 +57,7 @@ class ChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append((dict(self.headers), body))
                 if self.path != "/v1/chat/completions":

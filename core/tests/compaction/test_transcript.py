@@ -47,6 +47,8 @@ def test_explicit_pins_replace_the_default_of_every_user_message() -> None:
         ({"role": "user", "content": 3}, "content must be a string"),
     ],
 )
-def test_an_invalid_message_is_refused_naming_the_rule(message: dict[str, object], rule: str) -> None:
+def test_an_invalid_message_is_refused_naming_the_rule(
+    message: dict[str, object], rule: str
+) -> None:
     with pytest.raises(ValueError, match=rule):
         check_message(message)

@@ -143,9 +143,7 @@ def test_a_failing_provider_falls_back_to_the_next_allowed_one() -> None:
     broken = Scripted("broken", lambda call: ProviderError("HTTP 500"))
     working = Scripted("working", writer("drop"))
     runtime = FlowRuntime({"count": lambda written, params: len(written)})
-    result = runtime.run(
-        flow(), {"batches": batches(1)}, {"p": ResolvedPolicy((broken, working))}
-    )
+    result = runtime.run(flow(), {"batches": batches(1)}, {"p": ResolvedPolicy((broken, working))})
     events = result.trace[0]["events"]
     assert [(e["provider"], e["outcome"]) for e in events] == [
         ("broken", "provider_error"),
