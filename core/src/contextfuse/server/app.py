@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contextfuse.compaction import CompactRequest, PolicyError, compact
 from contextfuse.errors import ConfigError, KnowledgeBaseError, UnknownStrategyError
@@ -61,6 +62,13 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
                 loc = []
             problems.append(_problem(".".join(loc) or "body", error["type"], error["msg"]))
         return JSONResponse({"detail": problems}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # a body FastAPI could not decode (e.g. not UTF-8)
+            problem = _problem("body", "unreadable_body", str(exc.detail))
+            return JSONResponse({"detail": [problem]}, status_code=422)
+        return JSONResponse({"detail": exc.detail}, exc.status_code, headers=exc.headers)
 
     @app.exception_handler(_Invalid)
     async def _invalid(_: Request, exc: _Invalid) -> JSONResponse:
