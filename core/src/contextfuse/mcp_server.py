@@ -10,10 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.resources import FunctionResource
 from pydantic import ValidationError
 
 from contextfuse.compaction import CompactRequest, PolicyError, compact
+from contextfuse.errors import ContextfuseError
 from contextfuse.flow.provider import ModelProvider
 from contextfuse.server.projects import ProjectPool, WarmProject
 
@@ -41,7 +43,7 @@ def build_mcp_server(pool: ProjectPool, providers: Mapping[str, ModelProvider]) 
             name = names[0]
         project = pool.get(name) if name else None
         if project is None:
-            raise ValueError(
+            raise ToolError(
                 f"project {name!r} is not served; name one of: {', '.join(names) or '(none)'}"
             )
         return project
@@ -62,12 +64,15 @@ def build_mcp_server(pool: ProjectPool, providers: Mapping[str, ModelProvider]) 
         from contextfuse.cli.render import render_markdown
 
         if not query.strip():
-            raise ValueError("query is empty")
+            raise ToolError("query is empty")
         if budget < 1 or reserved < 0 or reserved >= budget:
-            raise ValueError(f"need 0 <= reserved ({reserved}) < budget ({budget})")
-        payload = project_of(project).assemble(
-            query, budget, reserved=reserved, strategies=strategies, plan_id=plan_id
-        )
+            raise ToolError(f"need 0 <= reserved ({reserved}) < budget ({budget})")
+        try:
+            payload = project_of(project).assemble(
+                query, budget, reserved=reserved, strategies=strategies, plan_id=plan_id
+            )
+        except ContextfuseError as exc:
+            raise ToolError(str(exc)) from exc
         return render_markdown(payload)
 
     @server.tool(
@@ -102,13 +107,13 @@ def build_mcp_server(pool: ProjectPool, providers: Mapping[str, ModelProvider]) 
         try:
             return compact(CompactRequest.model_validate(fields), providers)
         except ValidationError as exc:
-            raise ValueError(
+            raise ToolError(
                 "; ".join(
                     f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:10]
                 )
             ) from exc
         except PolicyError as exc:
-            raise ValueError(str(exc)) from exc
+            raise ToolError(str(exc)) from exc
 
     for project in pool.projects.values():
         for node in project.assembler.backends.nodes.files():
@@ -127,7 +132,7 @@ def _reader(project: WarmProject, uri: str) -> Any:
     def read() -> str:
         renderings = project.assembler.backends.nodes.get_renderings([uri]).get(uri, {})
         if not renderings:
-            raise ValueError(f"{uri} is no longer in the index")
+            raise ResourceError(f"{uri} is no longer in the index")
         content: str = renderings[max(renderings)].content
         return content
 
