@@ -45,6 +45,7 @@ def test_explicit_pins_replace_the_default_of_every_user_message() -> None:
         ({"role": "user", "content": "x", "tool_calls": []}, "only assistant messages"),
         ({"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}, "string id"),
         ({"role": "user", "content": 3}, "content must be a string"),
+        ({"role": "user", "content": "x", "score": float("nan")}, "NaN or Infinity"),
     ],
 )
 def test_an_invalid_message_is_refused_naming_the_rule(

@@ -36,6 +36,10 @@ def check_message(message: Any) -> dict[str, Any]:
     the rule it breaks."""
     if not isinstance(message, dict):
         raise ValueError("a message must be a JSON object")
+    try:
+        json.dumps(message, allow_nan=False)
+    except ValueError as exc:  # Python's JSON reader accepts NaN and Infinity; JSON does not
+        raise ValueError("a message may not contain NaN or Infinity") from exc
     role = message.get("role")
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}; got {role!r}")

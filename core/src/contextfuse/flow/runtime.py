@@ -15,7 +15,13 @@ from typing import Any
 import attrs
 
 from contextfuse.flow.definition import FlowDefinition, NodeSpec
-from contextfuse.flow.provider import ModelCall, ModelProvider, ModelReply, ProviderError
+from contextfuse.flow.provider import (
+    CallKind,
+    ModelCall,
+    ModelProvider,
+    ModelReply,
+    ProviderError,
+)
 
 __all__ = ["FlowRun", "FlowRuntime", "Operation", "ResolvedPolicy"]
 
@@ -274,7 +280,7 @@ class _ModelNode:
     # ---- calls ------------------------------------------------------------------------------
 
     def _call(
-        self, index: int, kind: Any, payload: dict[str, Any], prompt: str, max_tokens: int
+        self, index: int, kind: CallKind, payload: dict[str, Any], prompt: str, max_tokens: int
     ) -> str | None:
         """The reply text of the first allowed provider that answers, else None (traced)."""
         node = self.node

@@ -22,7 +22,6 @@ from __future__ import annotations
 import ipaddress
 import re
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +145,3 @@ def _describe(exc: ValidationError, path: Path | None) -> str:
         f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
     )
     return f"{where}invalid server settings: {problems}"
-
-
-def provider_env(settings: OpenAIProviderSettings, env: Mapping[str, str]) -> str | None:
-    """The API key of ``settings`` read from its environment variable, if any."""
-    return env.get(settings.api_key_env) if settings.api_key_env else None
