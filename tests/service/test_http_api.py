@@ -204,3 +204,19 @@ def test_the_index_is_refreshed_incrementally_after_the_interval(
 def test_the_payload_round_trips_as_json(service: str) -> None:
     text = post(service, "/v1/assemble", {"query": "add", "project": "demo"}).text
     assert json.loads(text)["context_hash"]
+
+
+def test_refreshes_under_concurrent_requests_never_break_an_assembly(
+    serve: Callable[..., Any], new_repo: Callable[[Path], Path], tmp_path: Path
+) -> None:
+    repo = new_repo(tmp_path / "busy")
+    with serve(ServerSettings(projects={"busy": repo}, refresh_interval_s=0)) as url:
+        body = {"query": "add two numbers", "project": "busy", "budget": 2000}
+
+        def assemble(n: int) -> int:
+            (repo / f"extra_{n % 3}.py").write_text(f"def extra_{n}():\n    return {n}\n")
+            return post(url, "/v1/assemble", body).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            statuses = list(pool.map(assemble, range(32)))
+    assert statuses == [200] * 32
