@@ -247,3 +247,19 @@ def test_an_unknown_op_is_refused_before_anything_runs() -> None:
     runtime = FlowRuntime({})
     with pytest.raises(ValueError, match="unknown op 'count'"):
         runtime.run(flow(), {"batches": []}, {"p": ResolvedPolicy(())})
+
+
+def test_a_provider_that_crashes_or_returns_garbage_is_traced_and_falls_back() -> None:
+    crashing = Scripted("crashing", lambda call: KeyError("oops"))
+    garbage = Scripted("garbage", lambda call: {"text": "{}"})
+    working = Scripted("working", writer("keep"))
+    runtime = FlowRuntime({"count": lambda written, params: len(written)})
+    policy = ResolvedPolicy((crashing, garbage, working))
+    result = runtime.run(flow(), {"batches": batches(1)}, {"p": policy})
+    outcomes = [(e["provider"], e["outcome"]) for e in result.trace[0]["events"]]
+    assert outcomes == [
+        ("crashing", "provider_crash"),
+        ("garbage", "invalid_reply"),
+        ("working", "ok"),
+    ]
+    assert result.cost_usd is None

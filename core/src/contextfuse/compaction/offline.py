@@ -14,6 +14,7 @@ from contextfuse.flow.provider import ModelCall, ModelReply
 
 __all__ = ["OfflineProvider"]
 
+_HEAD = re.compile(r"^\[\d+\] ")  # "[12] assistant: ..." as render_unit writes it
 _NOTABLE = re.compile(r"error|exception|traceback|fail|fatal|warning|denied|not found", re.I)
 _LINE_CHARS = 160
 _MAX_NOTABLE = 5
@@ -73,7 +74,7 @@ def summarize(text: str) -> str:
     notable: list[str] = []
     lines = text.splitlines()
     for line in lines:
-        if line.startswith("[") and "]" in line[:12]:
+        if _HEAD.match(line):
             heads.append(_clip(line))
         elif len(notable) < _MAX_NOTABLE and _NOTABLE.search(line):
             notable.append(_clip(line.strip()))

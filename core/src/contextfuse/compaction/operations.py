@@ -111,7 +111,9 @@ def prepare_selective(
             reason = "oversized_unit"
         elif records >= int(params["max_fragments"]):
             reason = "fragment_limit"
-        elif flow_bytes + summary_size + len(shown) >= int(params["max_flow_input_bytes"]):
+        elif flow_bytes + summary_size + ascii_json_size(shown) >= int(
+            params["max_flow_input_bytes"]
+        ):
             reason = "flow_input_limit"
         if (
             not reason
@@ -148,7 +150,7 @@ def prepare_selective(
             }
         )
         batch_summary_bytes += summary_size
-        flow_bytes += summary_size + len(shown)
+        flow_bytes += summary_size + ascii_json_size(shown)
         records += 1
     if batch:
         batches.append(batch)

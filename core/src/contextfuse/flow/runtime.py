@@ -309,13 +309,21 @@ class _ModelNode:
             event: dict[str, Any] = {"batch": index, "provider": provider.name}
             self.events.append(event)
             try:
-                reply: ModelReply = provider.complete(call)
+                reply: object = provider.complete(call)
             except ProviderError as exc:
                 self.ledger.add(exc.cost_usd)
                 event.update(outcome="provider_error", detail=str(exc))
                 continue
+            except Exception as exc:  # a plugin's bug must not fail the flow: fall back
+                self.ledger.add(None)
+                event.update(outcome="provider_crash", detail=f"{type(exc).__name__}: {exc}")
+                continue
             finally:
                 event["duration_ms"] = round((self.clock() - started) * 1000, 3)
+            if not isinstance(reply, ModelReply) or not isinstance(reply.text, str):
+                self.ledger.add(None)
+                event.update(outcome="invalid_reply", detail=f"not a ModelReply: {reply!r:.80}")
+                continue
             self.ledger.add(reply.cost_usd, reply.prompt_tokens, reply.completion_tokens)
             event["usage"] = {
                 "prompt_tokens": reply.prompt_tokens,
