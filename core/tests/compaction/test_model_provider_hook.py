@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,3 +79,19 @@ def test_a_plugin_returning_something_that_is_not_a_provider_is_named(
     pm.register_plugin(EchoPlugin(object()), "broken")
     with pytest.raises(ConfigError, match="plugin 'broken' gave .* not a model provider"):
         collect_providers(pm)
+
+
+def test_the_hook_references_example_provider_works(pm: ContextfusePluginManager) -> None:
+    docs = Path(__file__).resolve().parents[3] / "docs" / "hooks.md"
+    section = docs.read_text(encoding="utf-8").split("## contextfuse_model_providers", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, flags=re.S)
+    assert code is not None
+    plugin = types.ModuleType("keep_everything_plugin")
+    exec(compile(code.group(1), str(docs), "exec"), plugin.__dict__)
+    pm.register_plugin(plugin, "keep-everything")
+    request = CompactRequest(
+        messages=transcript(), decision_policy_ir={"providers": ["keep-everything"]}
+    )
+    result = compact(request, collect_providers(pm))
+    assert result["messages"] == transcript()
+    assert {f["decision_source"] for f in result["compaction"]["fragments"]} == {"model"}
