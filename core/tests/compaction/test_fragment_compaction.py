@@ -186,6 +186,7 @@ def test_decision_requests_fit_32_kb_and_summary_inputs_50_kb(
     for call in provider.calls:
         size = len(json.dumps(call.payload, ensure_ascii=True, separators=(",", ":")))
         assert size <= (32 * 1024 if call.kind == "decision" else 50 * 1024)
+        assert len(call.messages[1]["content"]) == size and call.messages[1]["content"].isascii()
 
 
 def test_at_most_128_fragments_are_selectable_and_the_rest_are_kept_with_a_reason(

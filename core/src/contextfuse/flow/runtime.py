@@ -296,7 +296,7 @@ class _ModelNode:
             return None
         messages = (
             {"role": "system", "content": prompt},
-            {"role": "user", "content": json.dumps(payload, ensure_ascii=True)},
+            {"role": "user", "content": json.dumps(payload, separators=(",", ":"))},
         )
         for provider in self.policy.providers:
             remaining = self.deadline - self.clock()
