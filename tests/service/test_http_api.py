@@ -143,6 +143,23 @@ def test_compact_with_offline_policies_runs_the_selective_flow(service: str) -> 
     assert result["messages"][0] == messages[0]
 
 
+def test_compacted_responses_carry_the_unchanged_prefix_byte_for_byte(service: str) -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "Agent — ünïcode kept as is"},
+        {"role": "user", "content": "fix it", "name": "dev"},
+    ]
+    for n in range(10):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "é.py\n" * 100})
+    body = {"messages": messages, "decision_policy_ir": {"providers": ["offline"]}}
+    response = post(service, "/v1/compact", body)
+    fragments = response.json()["compaction"]["fragments"]
+    first = min(f["start"] for f in fragments if f["action"] != "keep")
+    prefix = json.dumps(messages[:first], ensure_ascii=False, separators=(",", ":"))[:-1]
+    assert response.content.startswith(b'{"messages":' + prefix.encode())
+
+
 def test_compact_refuses_a_policy_naming_an_unavailable_provider(service: str) -> None:
     body = {"messages": [{"role": "user", "content": "x"}], "policy_ir": {"providers": ["gpt"]}}
     response = post(service, "/v1/compact", body)

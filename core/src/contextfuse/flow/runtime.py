@@ -23,7 +23,7 @@ from contextfuse.flow.provider import (
     ProviderError,
 )
 
-__all__ = ["FlowRun", "FlowRuntime", "Operation", "ResolvedPolicy"]
+__all__ = ["FlowRun", "FlowRuntime", "Operation", "ResolvedPolicy", "ascii_json_size"]
 
 Operation = Callable[..., Any]
 Record = dict[str, Any]
