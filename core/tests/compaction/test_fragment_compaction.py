@@ -287,3 +287,14 @@ def test_a_policy_must_name_its_providers() -> None:
 def test_pinned_indices_must_point_into_the_transcript() -> None:
     with pytest.raises(ValidationError, match="outside the 1 messages"):
         CompactRequest(messages=[{"role": "user", "content": "x"}], pinned_indices=[3])
+
+
+def test_compacting_a_compacted_transcript_moves_on_to_newer_units(
+    transcript: Callable[..., Messages],
+) -> None:
+    messages = transcript(20, output=lambda n: "line of output\n" * 60)
+    once = run(messages, Choosing("summarize"))
+    markers = [m for m in once["messages"] if "[contextfuse summary" in str(m["content"])]
+    twice = run([*once["messages"], *transcript(12)[2:]], Choosing("summarize"))
+    assert all(m in twice["messages"] for m in markers)
+    assert min(f["start"] for f in twice["compaction"]["fragments"]) > len(markers) + 1

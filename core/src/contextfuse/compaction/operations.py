@@ -11,7 +11,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contextfuse.compaction.transcript import Unit, group_units, json_bytes, render_unit
+from contextfuse.compaction.transcript import (
+    SUMMARY_MARKER,
+    Unit,
+    group_units,
+    json_bytes,
+    render_unit,
+)
 from contextfuse.flow.runtime import Operation, ascii_json_size
 
 __all__ = ["OPERATIONS", "excerpt", "signals_of"]
@@ -187,7 +193,7 @@ def _marker(messages: Sequence[Message], start: int, end: int, summary: str) -> 
     role = messages[start].get("role")
     return {
         "role": "user" if role == "user" else "assistant",
-        "content": f"[contextfuse summary of messages {start}-{end - 1}]\n{summary}",
+        "content": f"{SUMMARY_MARKER}{start}-{end - 1}]\n{summary}",
     }
 
 

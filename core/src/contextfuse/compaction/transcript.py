@@ -15,6 +15,7 @@ import attrs
 
 __all__ = [
     "ROLES",
+    "SUMMARY_MARKER",
     "Unit",
     "check_message",
     "group_units",
@@ -23,6 +24,8 @@ __all__ = [
 ]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+#: How a summary marker begins: ``[contextfuse summary of messages S-E]`` then the summary.
+SUMMARY_MARKER = "[contextfuse summary of messages "
 Message = Mapping[str, Any]
 
 
@@ -89,7 +92,9 @@ def group_units(
     """Split ``messages`` into units and mark the protected ones.
 
     Protected: system and developer messages; units holding a pinned index (default: every
-    user message); incomplete tool calls; and the last ``recent_units`` units.
+    user message); summary markers of an earlier compaction (so compacting a compacted
+    transcript moves on to newer units); incomplete tool calls; and the last
+    ``recent_units`` units.
     """
     pinned_set = (
         set(pinned)
@@ -119,6 +124,8 @@ def group_units(
             reason = "system"
         elif any(k in pinned_set for k in range(start, end)):
             reason = "pinned"
+        elif _is_marker(messages[start]):
+            reason = "summary"
         elif not complete:
             reason = "incomplete"
         elif index >= len(spans) - recent_units:
@@ -128,6 +135,11 @@ def group_units(
         size = sum(json_bytes(messages[k]) for k in range(start, end))
         units.append(Unit(start, end, size, reason, complete))
     return units
+
+
+def _is_marker(message: Message) -> bool:
+    content = message.get("content")
+    return isinstance(content, str) and content.startswith(SUMMARY_MARKER)
 
 
 def render_unit(messages: Sequence[Message], unit: Unit) -> str:
