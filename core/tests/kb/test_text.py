@@ -117,3 +117,13 @@ def test_words_that_look_like_code_weigh_more_than_prose() -> None:
 def test_english_function_words_are_not_searched(kb: BackendSet) -> None:
     assert kb.text.select_terms(["the", "cart", "how"]) == ["cart"]
     assert kb.text.select_terms(["the"]) == ["the"]  # unless nothing else is left
+
+
+def test_a_question_finds_code_that_spells_its_word_another_way(kb: BackendSet) -> None:
+    assert P + "shop/models.py#ShoppingCart.recount" in uris(kb, "recounting")
+
+
+def test_the_words_a_query_spells_outrank_their_inflections(kb: BackendSet) -> None:
+    hits = {hit.uri: hit.score for hit in kb.text.search("recount items")}
+    assert hits[P + "shop/models.py#ShoppingCart.recount"] > hits.get(P + "README.md", 0.0)
+    assert uris(kb, "recount")[0] == P + "shop/models.py#ShoppingCart.recount"

@@ -13,12 +13,14 @@ import re
 from functools import lru_cache
 
 __all__ = [
+    "STOPWORDS",
     "identifier_parts",
     "name_terms",
     "parts_text",
     "path_terms",
     "query_terms",
     "weighted_query_terms",
+    "word_variants",
 ]
 
 _WORD = re.compile(r"\w+")
@@ -96,17 +98,79 @@ def query_terms(query: str) -> list[str]:
     Only word characters survive, so any input (quotes, ``*``, parentheses) is safe to quote
     into an FTS5 MATCH expression.
     """
-    return list(weighted_query_terms(query))
+    return [t for t, weight in weighted_query_terms(query).items() if weight > VARIANT_WEIGHT]
 
 
-def weighted_query_terms(query: str) -> dict[str, int]:
+#: English function words: frequent in issue texts and docs, never what a search is about.
+_FUNCTION_WORDS = (
+    "a about after all also an and any are as at be been before but by can could did do does "
+    "for from had has have how i if in into is it its just me more most my no not of on or "
+    "our should so some than that the their then there these they this those to too very was "
+    "we were what when where which who why will with would you your"
+)
+STOPWORDS = frozenset(_FUNCTION_WORDS.split())
+#: Suffixes a light stemmer strips, longest first: plain English inflections and the common
+#: derivations that turn a verb into a noun ("redirection", "handler").
+_SUFFIXES = (
+    "ations",
+    "ation",
+    "ings",
+    "ions",
+    "ing",
+    "ion",
+    "ers",
+    "ies",
+    "ied",
+    "er",
+    "es",
+    "ed",
+    "s",
+)
+_ENDINGS = ("", "s", "es", "ed", "ing", "er", "ers", "ion", "ions", "e", "ation")
+#: Weight of a variant that the query did not spell: below every word it did.
+VARIANT_WEIGHT = 0.5
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if suffix in ("ies", "ied"):
+                return base + "y"
+            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # "running" -> "run"
+            return base
+    return word
+
+
+@lru_cache(maxsize=1 << 14)
+def word_variants(word: str) -> tuple[str, ...]:
+    """Inflections of an English word, itself excluded: ``redirects`` -> ``redirect``,
+    ``redirected``, ``redirection``... (only the ones an index holds will match)."""
+    lowered = word.lower()
+    if len(lowered) < 4 or not lowered.isalpha():
+        return ()
+    base = _stem(lowered)
+    forms = {base + ending for ending in _ENDINGS}
+    if base.endswith("e"):
+        forms.update((base[:-1] + "ing", base + "d", base[:-1] + "ation"))
+    if base.endswith("y"):
+        forms.update((base[:-1] + "ies", base[:-1] + "ied"))
+    forms.discard(lowered)
+    return tuple(sorted(f for f in forms if len(f) >= 3))
+
+
+def weighted_query_terms(query: str) -> dict[str, float]:
     """:func:`query_terms` with a weight each: 2 for what looks like code, 1 for words.
 
     Code is a path, or a word with an inner underscore, an inner capital or letters and
     digits (``bulk_create``, ``QuerySet``, ``utf8``); prose words, numbers, words in capitals
-    (``INSERT``) and the parts of identifiers weigh 1.
+    (``INSERT``) and the parts of identifiers weigh 1. The inflections of prose words
+    (``redirects`` for ``redirect``) follow at ``VARIANT_WEIGHT``, so a question finds code
+    that spells a word another way, and they never crowd out what the query spelled.
     """
-    weights: dict[str, int] = {}
+    weights: dict[str, float] = {}
+    prose: list[str] = []
     for token in _PATHLIKE.findall(query):
         weights.setdefault(_joined(token), 2)
         name = token.rsplit("/", 1)[-1]
@@ -121,6 +185,13 @@ def weighted_query_terms(query: str) -> dict[str, int]:
                 or (not word.isalpha() and not word.isdigit() and "_" not in word)  # x2, utf8
             )
             weights[lowered] = max(weights.get(lowered, 1), 2 if code else 1)
+            if not code:
+                prose.append(lowered)
         for part in identifier_parts(word):
             weights.setdefault(part, 1)
+    for word in prose:
+        if word in STOPWORDS:
+            continue
+        for variant in word_variants(word):
+            weights.setdefault(variant, VARIANT_WEIGHT)
     return weights
