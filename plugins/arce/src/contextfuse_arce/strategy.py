@@ -42,7 +42,8 @@ __all__ = ["ArceStrategy", "ArceWeights"]
 class ArceWeights:
     """How much each ranked list counts in the fusion, and how deep each list goes.
 
-    :param text: BM25 over code-aware terms.
+    :param text: BM25 over code-aware terms, every node.
+    :param files: BM25 over whole files (a file that matches as a whole, not by one part).
     :param vector: cosine similarity of embeddings.
     :param mentions: files and symbols the request names exactly.
     :param focus: the request's focus nodes.
@@ -53,6 +54,7 @@ class ArceWeights:
     """
 
     text: float = 1.0
+    files: float = 1.0
     vector: float = 1.0
     mentions: float = 2.0
     focus: float = 3.0
@@ -102,6 +104,9 @@ class ArceStrategy(NodeScoringStrategy):
         lists: dict[str, list[str]] = {}
         if query.strip():
             lists["text"] = [h.uri for h in backends.text.search(query, limit=w.hits)]
+            lists["files"] = [
+                h.uri for h in backends.text.search(query, limit=w.hits // 3, kinds=("file",))
+            ]
             lists["vector"] = self._vector_hits(query, backends)
             mentioned = mention_scores(query, backends.nodes)
             lists["mentions"] = sorted(mentioned, key=lambda u: (-mentioned[u], u))
@@ -126,6 +131,7 @@ class ArceStrategy(NodeScoringStrategy):
         w = self.weights
         weights = {
             "text": w.text,
+            "files": w.files,
             "vector": w.vector,
             "mentions": w.mentions,
             "focus": w.focus,
