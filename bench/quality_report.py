@@ -114,7 +114,7 @@ def main() -> None:
             ]
         )
     swe = json.loads(swe_json.read_text())["summary"]
-    questions = json.loads(questions_json.read_text())["summary"]
+    questions = json.loads(questions_json.read_text())["summary"]["by_selection"]
     page = [
         "# Benchmarks",
         "",
