@@ -25,6 +25,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "index": ("contextfuse.cli.index_cmd", "index", "Build or refresh a repository's index."),
     "assemble": ("contextfuse.cli.assemble_cmd", "assemble", "Assemble context for a query."),
     "project": ("contextfuse.cli.project_cmd", "project", "Per-project settings."),
+    "plan": ("contextfuse.cli.plan_cmd", "plan", "Plans and decisions: add, decide, close, show."),
 }
 
 

@@ -1,31 +1,65 @@
-"""The repository's history: commits, the files each touched, and co-change counts.
+"""The repository's history: commits, what each changed, renames and co-change counts.
 
-Read with ``git log`` (one subprocess, NUL-separated, no rename detection: fastest), and
-incrementally: only commits after the last HEAD seen are read. A folder without git, or git
-not installed, has no history and never fails.
+Read with ``git log -p -U0`` (one subprocess, no rename detection: fastest) and
+incrementally: only commits after the last HEAD seen are read. Of each diff only a summary
+is kept: lines added and removed per file, the names git's hunk headers give (the
+function or class a change is in), and the identifiers of the changed lines, which go to
+a full-text table with the message and the paths. A second, cheaper ``git log`` finds
+renames, so that a commit about a file that moved still points to where it lives now.
+A folder without git, or git not installed, has no history and never fails.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import sqlite3
 import subprocess
+import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
 
-from contextfuse.backends import Commit
+from contextfuse.backends import Commit, FileChange, SearchHit
 from contextfuse.kb.store import Database
+from contextfuse.kb.terms import parts_text, path_terms, weighted_query_terms
+from contextfuse.kb.text import STOPWORDS
 
 __all__ = ["HistoryUpdate", "SQLiteTemporalBackend", "git_head", "update_history"]
 
 #: Commits touching more files than this are bulk changes (reformatting, vendoring); their
 #: files did not change *together* in any useful sense, and their pairs would dominate.
 MAX_COCHANGE_FILES = 50
+#: Distinct identifiers of changed lines kept per commit for search: enough to find a
+#: commit by what it changed, bounded so that a vendoring commit costs no more than others.
+MAX_DIFF_WORDS = 400
+#: Symbols kept per file and commit.
+MAX_FILE_SYMBOLS = 12
 _FORMAT = "--format=%x01%H%x00%ct%x00%an%x00%B%x00"
+#: git's built-in hunk-header patterns, chosen by extension (a repository's own
+#: .gitattributes still wins): without them a Python method's hunk names its class.
+_DRIVERS = {
+    "python": ("py", "pyi"),
+    "rust": ("rs",),
+    "golang": ("go",),
+    "java": ("java", "kt"),
+    "cpp": ("c", "h", "cc", "cpp", "hpp"),
+    "csharp": ("cs",),
+    "ruby": ("rb",),
+    "php": ("php",),
+    "markdown": ("md",),
+}
+_HUNK = re.compile(r"^@@ [^@]* @@ ?(.*)$")
+_DEFINED = re.compile(
+    r"\b(?:def|class|func|fn|function|struct|enum|trait|interface|impl|type|module)\s+"
+    r"(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
+)
+_CALLABLE = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_HEADING = re.compile(r"^#+\s*(.+)$")
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
 @attrs.frozen(slots=True)
@@ -35,6 +69,16 @@ class HistoryUpdate:
     head: str | None
     added: int
     rebuilt: bool
+
+
+@attrs.define(slots=True)
+class _Parsed:
+    sha: str
+    timestamp: int
+    author: str
+    message: str
+    changes: dict[str, list[object]]  # path -> [added, removed, {symbol: None}]
+    words: dict[str, None]
 
 
 def _git(root: Path, *args: str) -> bytes | None:
@@ -57,6 +101,14 @@ def git_head(root: Path) -> str | None:
     return out.decode().strip() if out else None
 
 
+def _clear(conn: sqlite3.Connection) -> None:
+    conn.execute("DELETE FROM commits")
+    conn.execute("DELETE FROM commit_files")
+    conn.execute("DELETE FROM cochange")
+    conn.execute("DELETE FROM renames")
+    conn.execute("INSERT INTO commit_fts (commit_fts) VALUES ('delete-all')")
+
+
 def update_history(conn: sqlite3.Connection, root: Path, last_head: str | None) -> HistoryUpdate:
     """Add the commits after ``last_head`` (all of them when it is no longer an ancestor).
 
@@ -64,9 +116,8 @@ def update_history(conn: sqlite3.Connection, root: Path, last_head: str | None) 
     """
     head = git_head(root)
     if head is None:
-        conn.execute("DELETE FROM commits")
-        conn.execute("DELETE FROM commit_files")
-        conn.execute("DELETE FROM cochange")
+        if last_head is not None:
+            _clear(conn)
         return HistoryUpdate(None, 0, rebuilt=last_head is not None)
     if head == last_head:
         return HistoryUpdate(head, 0, rebuilt=False)
@@ -74,73 +125,185 @@ def update_history(conn: sqlite3.Connection, root: Path, last_head: str | None) 
         last_head is None or _git(root, "merge-base", "--is-ancestor", last_head, head) is None
     )
     if rebuilt:  # history was rewritten (rebase, reset): start over
-        conn.execute("DELETE FROM commits")
-        conn.execute("DELETE FROM commit_files")
-        conn.execute("DELETE FROM cochange")
+        _clear(conn)
     revisions = head if rebuilt else f"{last_head}..{head}"
-    out = _git(
-        root,
-        "log",
-        "--no-renames",
-        "--name-only",
-        "-z",
-        "--relative",
-        _FORMAT,
-        revisions,
-        "--",
-        ".",
-    )
-    commits = _parse_log(out or b"")
+    with tempfile.TemporaryDirectory(prefix="contextfuse-git-") as tmp:
+        attributes = Path(tmp) / "attributes"
+        attributes.write_text(
+            "".join(f"*.{ext} diff={driver}\n" for driver, exts in _DRIVERS.items() for ext in exts)
+        )
+        out = _git(
+            root,
+            "-c",
+            f"core.attributesFile={attributes}",
+            "-c",
+            "core.quotePath=false",
+            "log",
+            "-p",
+            "-U0",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--relative",
+            _FORMAT,
+            revisions,
+            "--",
+            ".",
+        )
+    commits = list(_parse_log(out or b""))
     known = {row[0] for row in conn.execute("SELECT sha FROM commits")} if not rebuilt else set()
     commits = [c for c in commits if c.sha not in known]
-    _insert(conn, commits)
+    ids = _insert(conn, commits)
+    _insert_renames(conn, root, revisions, ids)
     return HistoryUpdate(head, len(commits), rebuilt)
 
 
-def _parse_log(out: bytes) -> list[Commit]:
-    commits: list[Commit] = []
+def _parse_log(out: bytes) -> Iterator[_Parsed]:
     for record in out.decode("utf-8", "replace").split("\x01"):
-        if not record:
+        fields = record.split("\0", 4)
+        if len(fields) < 5:
             continue
-        fields = record.split("\0")
-        if len(fields) < 4:
-            continue
-        sha, timestamp, author, message = fields[:4]
-        files = tuple(dict.fromkeys(f.lstrip("\n") for f in fields[4:] if f.strip("\n")))
-        commits.append(Commit(sha, int(timestamp), author, message.strip(), files))
-    return commits
+        sha, timestamp, author, message, patch = fields
+        yield _parse_patch(_Parsed(sha, int(timestamp), author, message.strip(), {}, {}), patch)
 
 
-def _insert(conn: sqlite3.Connection, commits: list[Commit]) -> None:
+def _parse_patch(commit: _Parsed, patch: str) -> _Parsed:
+    change: list[object] | None = None
+    words = commit.words
+    for line in patch.split("\n"):
+        first = line[:1]
+        if first == "+" or first == "-":
+            if line.startswith(("+++ ", "--- ")):
+                continue
+            if change is not None:
+                change[0 if first == "+" else 1] += 1  # type: ignore[operator]
+            if len(words) < MAX_DIFF_WORDS:
+                for word in _WORDS.findall(line):
+                    words[word] = None
+        elif first == "@":
+            match = _HUNK.match(line)
+            if match and change is not None:
+                name = _symbol(match.group(1))
+                symbols: dict[str, None] = change[2]  # type: ignore[assignment]
+                if name and len(symbols) < MAX_FILE_SYMBOLS:
+                    symbols[name] = None
+        elif line.startswith("diff --git "):
+            path = _diff_path(line)
+            change = commit.changes.setdefault(path, [0, 0, {}]) if path else None
+    return commit
+
+
+def _diff_path(line: str) -> str:
+    """The new-side path of a ``diff --git a/X b/X`` line (renames are off: X == X)."""
+    rest = line[len("diff --git ") :]
+    if rest.startswith('"'):  # a quoted path (control characters): keep what is readable
+        rest = rest.replace('"', "")
+    half = rest.find(" b/")
+    return rest[half + 3 :] if half >= 0 else ""
+
+
+def _symbol(context: str) -> str:
+    """The name a hunk header's context line defines or starts (``def save(self):`` -> save)."""
+    found = _DEFINED.search(context)
+    if found:
+        return found.group(1)
+    heading = _HEADING.match(context)
+    if heading:
+        return heading.group(1).strip()[:80]
+    found = _CALLABLE.search(context)
+    return found.group(1) if found else ""
+
+
+def _insert(conn: sqlite3.Connection, commits: list[_Parsed]) -> list[tuple[int, _Parsed]]:
     pairs: Counter[tuple[str, str]] = Counter()
+    inserted: list[tuple[int, _Parsed]] = []
     for commit in reversed(commits):  # oldest first: ids grow with time
         cursor = conn.execute(
             "INSERT INTO commits (sha, timestamp, author, message) VALUES (?, ?, ?, ?)",
             (commit.sha, commit.timestamp, commit.author, commit.message),
         )
+        commit_id = int(cursor.lastrowid or 0)
+        inserted.append((commit_id, commit))
         conn.executemany(
-            "INSERT INTO commit_files (commit_id, path) VALUES (?, ?)",
-            [(cursor.lastrowid, path) for path in commit.files],
+            "INSERT INTO commit_files (commit_id, path, added, removed, symbols) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [
+                (commit_id, path, added, removed, " ".join(symbols))  # type: ignore[arg-type]
+                for path, (added, removed, symbols) in commit.changes.items()
+            ],
         )
-        if 2 <= len(commit.files) <= MAX_COCHANGE_FILES:
-            pairs.update(itertools.combinations(sorted(commit.files), 2))
+        words = " ".join(commit.words)
+        conn.execute(
+            "INSERT INTO commit_fts (rowid, message, paths, diff) VALUES (?, ?, ?, ?)",
+            (
+                commit_id,
+                f"{commit.message}\n{parts_text(commit.message)}",
+                " ".join(path_terms(path) for path in commit.changes),
+                f"{words}\n{parts_text(words)}",
+            ),
+        )
+        if 2 <= len(commit.changes) <= MAX_COCHANGE_FILES:
+            pairs.update(itertools.combinations(sorted(commit.changes), 2))
     conn.executemany(
         "INSERT INTO cochange (a, b, count) VALUES (?, ?, ?) "
         "ON CONFLICT (a, b) DO UPDATE SET count = count + excluded.count",
         [(a, b, n) for (a, b), n in pairs.items()],
     )
+    return inserted
+
+
+def _insert_renames(
+    conn: sqlite3.Connection, root: Path, revisions: str, inserted: list[tuple[int, _Parsed]]
+) -> None:
+    if not inserted:
+        return
+    out = _git(
+        root,
+        "log",
+        "-M",
+        "--diff-filter=R",
+        "--name-status",
+        "-z",
+        "--relative",
+        "--format=%x01%H",
+        revisions,
+        "--",
+        ".",
+    )
+    ids = {commit.sha: commit_id for commit_id, commit in inserted}
+    rows: list[tuple[int, str, str]] = []
+    for record in (out or b"").decode("utf-8", "replace").split("\x01"):
+        fields = record.strip("\n").split("\0")
+        commit_id = ids.get(fields[0].strip())
+        if commit_id is None:
+            continue
+        entries = [f.strip("\n") for f in fields[1:]]
+        for i in range(len(entries) - 2):
+            if entries[i].startswith("R") and entries[i][1:].isdigit():
+                rows.append((commit_id, entries[i + 1], entries[i + 2]))
+    conn.executemany("INSERT INTO renames (commit_id, old, new) VALUES (?, ?, ?)", rows)
 
 
 class SQLiteTemporalBackend:
     """``TemporalBackend`` over the index file."""
 
+    #: Query terms searched at most (each OR-ed term adds its posting list to the scan).
+    MAX_QUERY_TERMS = 24
+    #: Renames followed at most from one path (a cycle a -> b -> a stops here too).
+    MAX_RENAME_HOPS = 20
+
     def __init__(self, db: Database, project: str) -> None:
         self._db = db
+        self._project = project
         self._prefix = f"project://{project}/"
 
     def _path(self, path: str) -> str:
         # Accept a file URI as well as a repository-relative path.
         return path.removeprefix(self._prefix).split("#", 1)[0]
+
+    def commit_uri(self, sha: str) -> str:
+        """``commit://<project>/<sha>``."""
+        return f"commit://{self._project}/{sha}"
 
     def commits(self, limit: int = 50, path: str | None = None) -> list[Commit]:
         """Most recent commits first, optionally only those touching ``path``."""
@@ -158,19 +321,37 @@ class SQLiteTemporalBackend:
                     "ORDER BY c.timestamp DESC, c.id DESC LIMIT ?",
                     (self._path(path), limit),
                 ).fetchall()
-            files: dict[int, list[str]] = {}
-            ids = [row[0] for row in rows]
-            for chunk in _chunks(ids):
-                marks = ",".join("?" * len(chunk))
-                for commit_id, file_path in conn.execute(
-                    f"SELECT commit_id, path FROM commit_files WHERE commit_id IN ({marks})",
-                    chunk,
-                ):
-                    files.setdefault(commit_id, []).append(file_path)
-        return [
-            Commit(sha, timestamp, author, message, tuple(files.get(cid, ())))
-            for cid, sha, timestamp, author, message in rows
-        ]
+            return self._with_files(conn, rows)
+
+    def _with_files(
+        self, conn: sqlite3.Connection, rows: Sequence[Sequence[object]]
+    ) -> list[Commit]:
+        changes: dict[int, list[FileChange]] = {}
+        ids = [int(row[0]) for row in rows]  # type: ignore[call-overload]
+        for chunk in _chunks(ids):
+            marks = ",".join("?" * len(chunk))
+            for commit_id, file_path, added, removed, symbols in conn.execute(
+                "SELECT commit_id, path, added, removed, symbols FROM commit_files "
+                f"WHERE commit_id IN ({marks}) ORDER BY rowid",
+                chunk,
+            ):
+                changes.setdefault(commit_id, []).append(
+                    FileChange(file_path, added, removed, tuple(symbols.split()))
+                )
+        out: list[Commit] = []
+        for cid, sha, timestamp, author, message in rows:
+            found = tuple(changes.get(int(cid), ()))  # type: ignore[call-overload]
+            out.append(
+                Commit(
+                    str(sha),
+                    int(timestamp),  # type: ignore[call-overload]
+                    str(author),
+                    str(message),
+                    tuple(c.path for c in found),
+                    found,
+                )
+            )
+        return out
 
     def co_changed(self, path: str, limit: int = 20) -> list[tuple[str, int]]:
         """Files changed together with ``path``, with how often, most often first."""
@@ -184,6 +365,67 @@ class SQLiteTemporalBackend:
         )
         return [(str(other), int(count)) for other, count in rows]
 
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """Commits whose message, paths or changed code match ``query``, best first.
 
-def _chunks(values: Sequence[int], size: int = 500) -> list[Sequence[int]]:
+        BM25 over the commit full-text table (message weighs most); the query keeps its
+        rarest terms, like the code search.
+        """
+        if limit <= 0:
+            return []
+        weights = weighted_query_terms(query)
+        terms = self._select_terms(weights)
+        if not terms:
+            return []
+        match = " OR ".join(f'"{term}"' for term in terms)
+        rows = self._db.read(
+            "SELECT c.sha, bm25(commit_fts, 4.0, 1.5, 1.0) AS rank FROM commit_fts "
+            "JOIN commits c ON c.id = commit_fts.rowid WHERE commit_fts MATCH ? "
+            "ORDER BY rank LIMIT ?",
+            (match, limit),
+        )
+        return [SearchHit(self.commit_uri(sha), -float(rank)) for sha, rank in rows]
+
+    def _select_terms(self, weights: dict[str, int]) -> list[str]:
+        """At most ``MAX_QUERY_TERMS`` terms, code-like ones first, no function words."""
+        candidates = [t for t in weights if t not in STOPWORDS]
+        if len(candidates) <= self.MAX_QUERY_TERMS:
+            return candidates
+        # A long query (a whole issue): code-like terms, then words in order of appearance.
+        ranked = sorted(candidates, key=lambda t: -weights[t])
+        return ranked[: self.MAX_QUERY_TERMS]
+
+    def get_commits(self, shas: Sequence[str]) -> dict[str, Commit]:
+        """These commits (full shas or ``commit://`` URIs) with their files and changes."""
+        wanted = [sha.rsplit("/", 1)[-1] for sha in shas]
+        found: dict[str, Commit] = {}
+        with self._db.snapshot() as conn:
+            for chunk in _chunks(wanted):
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(
+                    "SELECT id, sha, timestamp, author, message FROM commits "
+                    f"WHERE sha IN ({marks})",
+                    chunk,
+                ).fetchall()
+                for commit in self._with_files(conn, rows):
+                    found[commit.sha] = commit
+        return found
+
+    def current_path(self, path: str) -> str:
+        """Where ``path`` lives now, following the renames of the history (itself if none)."""
+        current = self._path(path)
+        seen = {current}
+        for _ in range(self.MAX_RENAME_HOPS):
+            rows = self._db.read(
+                "SELECT new FROM renames WHERE old = ? ORDER BY commit_id DESC LIMIT 1",
+                (current,),
+            )
+            if not rows or rows[0][0] in seen:
+                break
+            current = str(rows[0][0])
+            seen.add(current)
+        return current
+
+
+def _chunks(values: Sequence[object], size: int = 500) -> list[Sequence[object]]:
     return [values[i : i + size] for i in range(0, len(values), size)]

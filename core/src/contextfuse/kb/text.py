@@ -14,7 +14,7 @@ from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
 from contextfuse.kb.terms import weighted_query_terms
 
-__all__ = ["MAX_QUERY_TERMS", "SQLiteTextBackend"]
+__all__ = ["MAX_QUERY_TERMS", "STOPWORDS", "SQLiteTextBackend"]
 
 #: Terms kept from a query. Each OR-ed term adds its whole posting list to the scan.
 MAX_QUERY_TERMS = 24
@@ -30,7 +30,7 @@ _FUNCTION_WORDS = (
     "our should so some than that the their then there these they this those to too very was "
     "we were what when where which who why will with would you your"
 )
-_STOPWORDS = frozenset(_FUNCTION_WORDS.split())
+STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 #: bm25() weights of the columns name, path, body, parts.
 _WEIGHTS = (10.0, 4.0, 1.0, 0.5)
 
@@ -71,7 +71,7 @@ class SQLiteTextBackend:
         first, then, within a weight, the rarer ones.
         """
         weights = terms if isinstance(terms, Mapping) else dict.fromkeys(terms, 1)
-        candidates = [t for t in weights if t not in _STOPWORDS] or list(weights)
+        candidates = [t for t in weights if t not in STOPWORDS] or list(weights)
         if not candidates:
             return []
         frequency: dict[str, int] = {}
