@@ -31,6 +31,7 @@ from contextfuse.models import (
     Plan,
     PlanContext,
     PlanStatus,
+    Tier,
     new_ulid,
     utc_now,
 )
@@ -588,7 +589,7 @@ def dump(record: Plan | Decision) -> dict[str, Any]:
     return data
 
 
-def decision_tier(decision: Decision, plan: Plan | None) -> str:
+def decision_tier(decision: Decision, plan: Plan | None) -> Tier:
     """``warm`` for a decision in force under an active plan (or none), else ``cold``."""
     if not decision.in_force:
         return "cold"
