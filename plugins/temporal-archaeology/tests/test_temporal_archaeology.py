@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from contextfuse.assembler import ContextAssembler
-from contextfuse.backends import BackendSet
+from contextfuse.backends import BackendSet, Commit, FileChange
 from contextfuse.config import ContextfuseConfig
 from contextfuse.kb import index, open_backends
 from contextfuse.models import ContextBudget, ContextRequest, PlanContext
@@ -289,3 +289,11 @@ def test_the_functions_a_commit_changed_score_above_the_rest_of_their_file(
     changed = scores["project://shop/shop/prices.py#round_price"]
     assert changed > scores.get("project://shop/shop/prices.py#apply_discount", 0.0)
     assert "project://shop/shop/cart.py#ShoppingCart.total" in scores
+
+
+def test_a_bulk_commit_raises_no_code(backends: BackendSet) -> None:
+    changes = tuple(FileChange(f"shop/f{i}.py", 1, 0) for i in range(50))
+    bulk = Commit(
+        "0" * 40, 0, "Bot", "Reformat everything", (), (*changes, FileChange("shop/cart.py", 1, 1))
+    )
+    assert TemporalArchaeologyStrategy().code_scores([(bulk, 1.0)], backends) == {}

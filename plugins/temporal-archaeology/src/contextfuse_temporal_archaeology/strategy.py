@@ -5,8 +5,8 @@
 2. Their fragments, cold tier: message, author date, files with lines added and removed,
    and the functions the hunks touched; the best at full text, the rest shallower.
 3. The code they point to: the symbols named by their hunk headers, the files they touched
-   (followed through later renames), those files' co-change neighbours, and the nodes
-   personalized PageRank reaches from there over the code graph; selected like any code.
+   (followed through later renames), those files' co-change neighbours, and the graph
+   neighbours (callers, callees, imports, bases) of the best of them; selected like any code.
 """
 
 from __future__ import annotations
@@ -42,9 +42,14 @@ MAX_COMMIT_SHARE = 0.12
 SYMBOL_WEIGHT = 1.5
 #: What a co-change neighbour inherits from the file it changes with.
 COCHANGE_WEIGHT = 0.3
-#: What personalized PageRank from the touched code adds (relative to the best seed).
+#: What a graph neighbour (caller, callee, import, base) of the best code inherits from it.
 GRAPH_WEIGHT = 0.3
-_COCHANGE_FILES = 5  # files whose neighbours are looked up
+#: Commits touching more files than this are bulk changes (a release, a reformatting): they
+#: are shown, but say nothing about which code matters.
+BULK_FILES = 50
+_COCHANGE_FILES = 5  # files whose co-change neighbours are looked up
+_GRAPH_SEEDS = 8  # best nodes whose graph neighbours are looked up
+_GRAPH_KINDS = ("calls", "references", "inherits", "imports")
 _SYMBOLS = 60  # distinct changed symbols resolved to nodes, at most
 _MESSAGE_LINES = 30
 _LISTED_FILES = 15
@@ -121,6 +126,8 @@ class TemporalArchaeologyStrategy:
         files: dict[str, float] = {}
         symbols: dict[tuple[str, str], float] = {}
         for commit, relevance in ranked:
+            if len(commit.changes) > BULK_FILES:
+                continue
             weight = relevance / max(1, len(commit.changes)) ** 0.5
             for change in commit.changes:
                 path = current.get(change.path)
@@ -146,14 +153,12 @@ class TemporalArchaeologyStrategy:
                 scores[uri] = scores.get(uri, 0.0) + bonus
         known = nodes.get_nodes(list(scores))
         scores = {uri: value for uri, value in scores.items() if uri in known}
-        if backends.graph is not None and scores:
-            seeds = dict(sorted(scores.items(), key=lambda kv: -kv[1])[:20])
-            reached = backends.graph.personalized_pagerank(seeds, limit=30)
-            top = max((h.score for h in reached), default=0.0) or 1.0
-            peak = max(seeds.values())
-            for hit in reached:
-                bonus = GRAPH_WEIGHT * peak * hit.score / top
-                scores[hit.uri] = scores.get(hit.uri, 0.0) + bonus
+        if backends.graph is not None:
+            seeds = sorted(scores.items(), key=lambda kv: -kv[1])[:_GRAPH_SEEDS]
+            for uri, value in seeds:
+                for edge in backends.graph.neighbors(uri, kinds=_GRAPH_KINDS):
+                    other = edge.target if edge.source == uri else edge.source
+                    scores[other] = scores.get(other, 0.0) + GRAPH_WEIGHT * value
         return scores
 
     def explain(self) -> str:
@@ -161,7 +166,7 @@ class TemporalArchaeologyStrategy:
             "Commits whose message, paths or changed identifiers match the request (message, "
             "author date, files and a short diff summary, cold tier), then the code they "
             "point to: the changed symbols, the files touched (through renames), their "
-            "co-change neighbours and graph neighbours."
+            "co-change neighbours and the graph neighbours of the best of them."
         )
 
 
