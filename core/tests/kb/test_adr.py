@@ -196,3 +196,13 @@ def test_a_deleted_record_leaves_the_store(
     found = decisions(opened, with_adrs)
     assert "Store carts in Redis" not in found
     assert found["Store carts in PostgreSQL"].supersedes == ()
+
+
+def test_the_index_summary_says_how_many_records_were_imported(with_adrs: Path) -> None:
+    from click.testing import CliRunner
+
+    from contextfuse.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["index", str(with_adrs)])
+    assert result.exit_code == 0, result.output
+    assert "decisions 4 ADR file(s) imported, updated or removed" in result.output
