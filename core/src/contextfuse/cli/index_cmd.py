@@ -75,7 +75,9 @@ def _summary(stats: IndexStats) -> str:
     else:
         lines.append("  history   none (no git)")
     if stats.decisions_imported:
-        lines.append(f"  decisions {stats.decisions_imported:,} ADR file(s) imported, updated or removed")
+        lines.append(
+            f"  decisions {stats.decisions_imported:,} ADR file(s) imported, updated or removed"
+        )
     if stats.skipped:
         total = sum(stats.skipped.values())
         reasons = "; ".join(f"{reason} {count:,}" for reason, count in stats.skipped.items())

@@ -52,7 +52,11 @@ _DRIVERS = {
     "php": ("php",),
     "markdown": ("md",),
 }
-_HUNK = re.compile(r"^@@ [^@]* @@ ?(.*)$")
+_HUNK = re.compile(r"^@@ [^@\n]* @@ ?(.*)$", re.MULTILINE)
+_NO_NEWLINE = "\\ No newline at end of file"
+#: Characters of a file's changed lines read for identifiers (the cap on words comes first
+#: for most commits; this bounds the scan of a huge one).
+_DIFF_WORDS_CHARS = 65_536
 _DEFINED = re.compile(
     r"\b(?:def|class|func|fn|function|struct|enum|trait|interface|impl|type|module)\s+"
     r"(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
@@ -72,12 +76,19 @@ class HistoryUpdate:
 
 
 @attrs.define(slots=True)
+class _Change:
+    added: int = 0
+    removed: int = 0
+    symbols: dict[str, None] = attrs.field(factory=dict)  # ordered set
+
+
+@attrs.define(slots=True)
 class _Parsed:
     sha: str
     timestamp: int
     author: str
     message: str
-    changes: dict[str, list[object]]  # path -> [added, removed, {symbol: None}]
+    changes: dict[str, _Change]
     words: dict[str, None]
 
 
@@ -168,28 +179,33 @@ def _parse_log(out: bytes) -> Iterator[_Parsed]:
 
 
 def _parse_patch(commit: _Parsed, patch: str) -> _Parsed:
-    change: list[object] | None = None
+    """Lines added and removed, hunk names and changed identifiers of each file's diff.
+
+    String methods and regular expressions over whole sections (C speed): a release commit's
+    patch can be tens of megabytes.
+    """
     words = commit.words
-    for line in patch.split("\n"):
-        first = line[:1]
-        if first == "+" or first == "-":
-            if line.startswith(("+++ ", "--- ")):
-                continue
-            if change is not None:
-                change[0 if first == "+" else 1] += 1  # type: ignore[operator]
-            if len(words) < MAX_DIFF_WORDS:
-                for word in _WORDS.findall(line):
-                    words[word] = None
-        elif first == "@":
-            match = _HUNK.match(line)
-            if match and change is not None:
-                name = _symbol(match.group(1))
-                symbols: dict[str, None] = change[2]  # type: ignore[assignment]
-                if name and len(symbols) < MAX_FILE_SYMBOLS:
-                    symbols[name] = None
-        elif line.startswith("diff --git "):
-            path = _diff_path(line)
-            change = commit.changes.setdefault(path, [0, 0, {}]) if path else None
+    for section in f"\n{patch}".split("\ndiff --git ")[1:]:
+        header, _, body = section.partition("\n")
+        path = _diff_path(f"diff --git {header}")
+        if not path:
+            continue
+        at = f"\n{body}".find("\n@@")
+        hunks = f"\n{body[at:]}" if at >= 0 else ""
+        change = commit.changes.setdefault(path, _Change())
+        change.added += hunks.count("\n+")
+        change.removed += hunks.count("\n-")
+        for context in _HUNK.findall(hunks):
+            name = _symbol(context)
+            if name and len(change.symbols) < MAX_FILE_SYMBOLS:
+                change.symbols[name] = None
+                words.update(dict.fromkeys(_WORDS.findall(name)))
+        if len(words) < MAX_DIFF_WORDS and hunks:
+            changed = hunks[:_DIFF_WORDS_CHARS].replace(_NO_NEWLINE, "")
+            for word in _WORDS.findall(_HUNK.sub("", changed)):
+                words[word] = None
+                if len(words) >= MAX_DIFF_WORDS:
+                    break
     return commit
 
 
@@ -228,8 +244,8 @@ def _insert(conn: sqlite3.Connection, commits: list[_Parsed]) -> list[tuple[int,
             "INSERT INTO commit_files (commit_id, path, added, removed, symbols) "
             "VALUES (?, ?, ?, ?, ?)",
             [
-                (commit_id, path, added, removed, " ".join(symbols))  # type: ignore[arg-type]
-                for path, (added, removed, symbols) in commit.changes.items()
+                (commit_id, path, change.added, change.removed, " ".join(change.symbols))
+                for path, change in commit.changes.items()
             ],
         )
         words = " ".join(commit.words)
