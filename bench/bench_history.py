@@ -11,6 +11,7 @@ at a budget, every query once to warm up and ``--rounds`` times measured: p50 an
     pip download --no-deps --no-binary :all: Django==3.2 -d /tmp/dj   # and 4.0, 4.1
     tar xzf ... -C /tmp/dj
     python bench/bench_history.py /tmp/dj/Django-3.2 /tmp/dj/Django-4.0 /tmp/dj/Django-4.1
+    python bench/bench_history.py ... --small-commits 30000   # tens of thousands of commits
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from random import Random
 
 from contextfuse.assembler import ContextAssembler
 from contextfuse.config import ContextfuseConfig
@@ -59,8 +61,12 @@ def _data(payload: bytes) -> bytes:
     return b"data %d\n%s\n" % (len(payload), payload)
 
 
-def build_history(releases: list[Path], repo: Path) -> int:
-    """A git repository replaying ``releases``; returns the number of commits."""
+def build_history(releases: list[Path], repo: Path, small_commits: int = 0) -> int:
+    """A git repository replaying ``releases``; returns the number of commits.
+
+    ``small_commits`` more commits follow, each editing one of 500 small notes files with a
+    message made of identifiers of the last release (to reach tens of thousands quickly).
+    """
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     stream = bytearray()
     mark = 0
@@ -102,6 +108,22 @@ def build_history(releases: list[Path], repo: Path) -> int:
                 commit(f"Remove {path} for Django {version}", b"D %s\n" % path.encode())
             commit(f"Django {version}", b"")
         previous = files
+    vocabulary = sorted(
+        {
+            name
+            for data in previous.values()
+            for name in _DEFINES.findall(data.decode("utf-8", "replace"))
+        }
+    )
+    random = Random(42)
+    for n in range(small_commits):
+        words = random.sample(vocabulary, 3)
+        path = f"notes/n{n % 500}.txt"
+        note = f"Note {n}: {' '.join(words)}\n".encode()
+        commit(
+            f"Tweak {words[0]} and {words[1]} in {path}",
+            b"M 100644 inline %s\n%s" % (path.encode(), _data(note)),
+        )
     subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input=bytes(stream), check=True)
     subprocess.run(["git", "checkout", "-q", "-f", "main"], cwd=repo, check=True)
     return mark
@@ -142,11 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("releases", nargs="+", type=Path)
     parser.add_argument("--budget", type=int, default=8000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--small-commits", type=int, default=0, help="one-line commits added after the releases"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cf-history-") as tmp:
         repo = Path(tmp) / "django"
         started = time.perf_counter()
-        commits = build_history(args.releases, repo)
+        commits = build_history(args.releases, repo, args.small_commits)
         print(
             f"history     {commits} commits from {len(args.releases)} releases, built in "
             f"{time.perf_counter() - started:.1f} s"
