@@ -83,3 +83,9 @@ def test_rewritten_history_leaves_no_stale_search_rows(
         c.message == "Remove gone.py"
         for c in temporal.get_commits([h.uri for h in temporal.search("Remove")]).values()
     )
+
+
+def test_the_backend_satisfies_the_temporal_protocol(kb: BackendSet) -> None:
+    from contextfuse.backends import TemporalBackend
+
+    assert isinstance(kb.temporal, TemporalBackend)

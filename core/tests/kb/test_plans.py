@@ -174,3 +174,9 @@ def test_open_backends_fills_the_plans_backend(
 ) -> None:
     build(repo)
     assert opened(repo).plans is not None
+
+
+def test_the_store_satisfies_the_plan_store_protocol(store: SQLitePlanStore) -> None:
+    from contextfuse.backends import PlanStore
+
+    assert isinstance(store, PlanStore)

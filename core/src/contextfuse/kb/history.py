@@ -66,6 +66,10 @@ _HEADING = re.compile(r"^#+\s*(.+)$")
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
+#: ``(id, sha, timestamp, author, message)`` of the commits table.
+_CommitRow = tuple[int, str, int, str, str]
+
+
 @attrs.frozen(slots=True)
 class HistoryUpdate:
     """What :func:`update_history` did."""
@@ -339,11 +343,10 @@ class SQLiteTemporalBackend:
                 ).fetchall()
             return self._with_files(conn, rows)
 
-    def _with_files(
-        self, conn: sqlite3.Connection, rows: Sequence[Sequence[object]]
-    ) -> list[Commit]:
+    def _with_files(self, conn: sqlite3.Connection, rows: Sequence[_CommitRow]) -> list[Commit]:
+        """Commits of ``(id, sha, timestamp, author, message)`` rows, with their changes."""
         changes: dict[int, list[FileChange]] = {}
-        ids = [int(row[0]) for row in rows]  # type: ignore[call-overload]
+        ids = [row[0] for row in rows]
         for chunk in _chunks(ids):
             marks = ",".join("?" * len(chunk))
             for commit_id, file_path, added, removed, symbols in conn.execute(
@@ -356,17 +359,8 @@ class SQLiteTemporalBackend:
                 )
         out: list[Commit] = []
         for cid, sha, timestamp, author, message in rows:
-            found = tuple(changes.get(int(cid), ()))  # type: ignore[call-overload]
-            out.append(
-                Commit(
-                    str(sha),
-                    int(timestamp),  # type: ignore[call-overload]
-                    str(author),
-                    str(message),
-                    tuple(c.path for c in found),
-                    found,
-                )
-            )
+            found = tuple(changes.get(cid, ()))
+            out.append(Commit(sha, timestamp, author, message, tuple(c.path for c in found), found))
         return out
 
     def co_changed(self, path: str, limit: int = 20) -> list[tuple[str, int]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -414,15 +414,15 @@ class SQLitePlanStore:
             raise
         return conn
 
-    def _commit(self, conn: sqlite3.Connection, work: Any) -> Any:
+    def _commit(self, conn: sqlite3.Connection, work: Callable[[], None]) -> None:
+        """Run ``work`` in the open write transaction: all of it is committed, or none."""
         try:
-            result = work()
+            work()
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        return result
 
     def add_plan(self, title: str, body: str = "", parent: str | None = None) -> Plan:
         """Create an active plan, under ``parent`` (an id or URI) when given.
