@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 
 from contextfuse.assembler import ContextAssembler
@@ -297,3 +298,12 @@ def test_a_bulk_commit_raises_no_code(backends: BackendSet) -> None:
         "0" * 40, 0, "Bot", "Reformat everything", (), (*changes, FileChange("shop/cart.py", 1, 1))
     )
     assert TemporalArchaeologyStrategy().code_scores([(bulk, 1.0)], backends) == {}
+
+
+def test_commits_and_code_together_respect_the_fragment_limit(backends: BackendSet) -> None:
+    strategy = TemporalArchaeologyStrategy()
+    strategy.policy = attrs.evolve(strategy.policy, max_fragments=4)
+    request = ContextRequest(query="cart prices rounding coupons quantities")
+    fragments = strategy.assemble(request, backends, ContextBudget.of(6000), PlanContext())
+    assert len(fragments) <= 4
+    assert any(f.uko_node.startswith("commit://") for f in fragments)

@@ -308,7 +308,11 @@ class SQLiteTemporalBackend:
     """``TemporalBackend`` over the index file."""
 
     #: Query terms searched at most (each OR-ed term adds its posting list to the scan).
-    MAX_QUERY_TERMS = 24
+    MAX_QUERY_TERMS = 16
+    #: Share of the commits above which a term is too common to search, when there are
+    #: ``ENOUGH_TERMS`` others.
+    COMMON_SHARE = 0.05
+    ENOUGH_TERMS = 4
     #: Renames followed at most from one path (a cycle a -> b -> a stops here too).
     MAX_RENAME_HOPS = 20
 
@@ -397,13 +401,31 @@ class SQLiteTemporalBackend:
         return [SearchHit(self.commit_uri(sha), -float(rank)) for sha, rank in rows]
 
     def _select_terms(self, weights: dict[str, int]) -> list[str]:
-        """At most ``MAX_QUERY_TERMS`` terms, code-like ones first, no function words."""
+        """The terms worth searching: in the history, code-like first, then the rarest.
+
+        Terms in more than ``COMMON_SHARE`` of the commits (``fix``, ``update`` in most
+        histories) cost the most to scan and rank little; they are left out while at least
+        ``ENOUGH_TERMS`` others remain.
+        """
         candidates = [t for t in weights if t not in STOPWORDS]
-        if len(candidates) <= self.MAX_QUERY_TERMS:
-            return candidates
-        # A long query (a whole issue): code-like terms, then words in order of appearance.
-        ranked = sorted(candidates, key=lambda t: -weights[t])
-        return ranked[: self.MAX_QUERY_TERMS]
+        if not candidates:
+            return []
+        with self._db.snapshot() as conn:
+            frequency: dict[str, int] = {}
+            for term in candidates:
+                row = conn.execute(
+                    "SELECT doc FROM commit_vocab WHERE term = ?", (term,)
+                ).fetchone()
+                if row:
+                    frequency[term] = int(row[0])
+            total = conn.execute("SELECT count(*) FROM commits").fetchone()[0]
+        present = sorted(frequency, key=lambda t: (-weights[t], frequency[t]))
+        common = total * self.COMMON_SHARE
+        kept = [t for t in present if frequency[t] <= common]
+        if len(kept) < self.ENOUGH_TERMS:
+            rest = sorted((t for t in present if frequency[t] > common), key=frequency.__getitem__)
+            kept += rest[: self.ENOUGH_TERMS - len(kept)]
+        return kept[: self.MAX_QUERY_TERMS]
 
     def get_commits(self, shas: Sequence[str]) -> dict[str, Commit]:
         """These commits (full shas or ``commit://`` URIs) with their files and changes."""

@@ -134,6 +134,7 @@ CREATE VIRTUAL TABLE commit_fts USING fts5(
     message, paths, diff,
     content='', tokenize="unicode61 tokenchars '_'"
 );
+CREATE VIRTUAL TABLE commit_vocab USING fts5vocab(commit_fts, 'row');
 CREATE TABLE renames (
     commit_id INTEGER NOT NULL,
     old TEXT NOT NULL,
@@ -284,6 +285,7 @@ def reset_schema(conn: sqlite3.Connection) -> None:
     # The vocabulary reads ``fts``, and dropping an FTS table drops its shadow tables.
     conn.execute("DROP TABLE IF EXISTS fts_vocab")
     conn.execute("DROP TABLE IF EXISTS fts")
+    conn.execute("DROP TABLE IF EXISTS commit_vocab")
     conn.execute("DROP TABLE IF EXISTS commit_fts")
     tables = conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"

@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
+import attrs
+
 from contextfuse.backends import BackendSet, Commit, Rendering, SearchHit
 from contextfuse.models import (
     ContextBudget,
@@ -25,7 +27,7 @@ from contextfuse.models import (
     PlanContext,
     StrategyCapabilities,
 )
-from contextfuse.selection import select_fragments
+from contextfuse.selection import SelectionPolicy, select_fragments
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
 __all__ = ["TemporalArchaeologyStrategy"]
@@ -65,6 +67,8 @@ class TemporalArchaeologyStrategy:
     """Commits matching the request, and the code they changed."""
 
     name = "temporal-archaeology"
+    #: How the code the commits point to is selected (see ``contextfuse.selection``).
+    policy = SelectionPolicy()
     capabilities = StrategyCapabilities(
         uses_graph=True,
         uses_temporal=True,
@@ -104,7 +108,7 @@ class TemporalArchaeologyStrategy:
         ]
         tokenizer = backends.tokenizer or default_tokenizer()
         commits = _commit_fragments(
-            ranked[:MAX_COMMITS],
+            ranked[: min(MAX_COMMITS, self.policy.max_fragments)],
             tokenizer,
             int(available * COMMIT_SHARE),
             available,
@@ -112,8 +116,15 @@ class TemporalArchaeologyStrategy:
             self.name,
         )
         used = sum(f.token_count for f in commits)
+        # Commits and code together stay within the registry's fragments per strategy.
+        left = self.policy.max_fragments - len(commits)
+        if left <= 0:
+            return commits
         scores = self.code_scores(ranked, backends)
-        code = select_fragments(scores, backends, available - used, strategy=self.name)
+        policy = attrs.evolve(self.policy, max_fragments=left)
+        code = select_fragments(
+            scores, backends, available - used, strategy=self.name, policy=policy
+        )
         return commits + code
 
     def code_scores(
