@@ -25,8 +25,8 @@ TEST_DEPS = ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100"]
 
 
 def _install_core(session: nox.Session) -> None:
-    """The core (with tree-sitter languages) and the test tools."""
-    session.install("-e", "./core[treesitter]", *TEST_DEPS)
+    """The core (with tree-sitter languages and the service extra) and the test tools."""
+    session.install("-e", "./core[treesitter,serve]", *TEST_DEPS)
 
 
 @nox.session(python=PYTHONS)

@@ -109,7 +109,7 @@ def test_an_unknown_strategy_is_an_error_naming_the_known_ones(cli, repo):
     assert "Traceback" not in done.stderr
 
 
-def test_without_the_semantic_plugin_context_still_comes_from_simple_keyword(cli, repo):
+def test_with_only_the_text_strategy_installed_context_comes_from_simple_keyword(cli, repo):
     done = cli(
         "assemble",
         "load_config",
@@ -117,7 +117,7 @@ def test_without_the_semantic_plugin_context_still_comes_from_simple_keyword(cli
         str(repo),
         "--format",
         "json",
-        env={"CONTEXTFUSE_DISABLE_PLUGINS": "semantic-embedding"},
+        env={"CONTEXTFUSE_DISABLE_PLUGINS": "arce,breadth-depth-navigator,semantic-embedding"},
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["strategies_used"] == ["simple-keyword"]
@@ -129,7 +129,7 @@ def test_strategies_list_shows_capabilities_quality_and_availability(cli, repo):
     rows = {r["name"]: r for r in json.loads(done.stdout)["strategies"]}
     assert rows["simple-keyword"]["quality_score"] == 0.3 and rows["simple-keyword"]["available"]
     assert rows["semantic-embedding"]["capabilities"]["uses_vector"]
-    assert not rows["breadth-depth-navigator"]["available"]
+    assert rows["arce"]["quality_score"] == 0.95 and rows["arce"]["available"]
 
 
 def test_project_context_set_writes_the_project_override(cli, repo):

@@ -57,11 +57,14 @@ __all__ = [
     "write_project_strategies",
 ]
 
-#: The spec's default ``context.strategies.enabled``.
+#: The default ``context.strategies.enabled``: the built-in repository strategies. Without a
+#: configured list, a request runs the best of them that the index can serve (the first of
+#: ``FALLBACK_CHAIN``): arce fuses the others' signals by rank, which beats fusing payloads.
 DEFAULT_ENABLED: tuple[str, ...] = (
-    "simple-keyword",
-    "semantic-embedding",
+    "arce",
     "breadth-depth-navigator",
+    "semantic-embedding",
+    "simple-keyword",
 )
 
 #: The degradation path, best first (spec/strategy-registry.md).

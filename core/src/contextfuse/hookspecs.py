@@ -244,10 +244,15 @@ def contextfuse_tokenizers() -> Sequence[Tokenizer]:
 
 @hookspec
 def contextfuse_model_providers() -> Sequence[Any]:
-    """Contribute model providers for transcript compaction (summarisers).
+    """Contribute model providers for transcript compaction (decisions and summaries).
 
-    Called when compaction needs a model. Returns objects with a ``name`` and a
-    ``summarize(messages, max_tokens) -> str`` method. All results are collected.
+    Called when compaction collects its providers (``contextfuse.compaction.
+    collect_providers``: once per ``contextfuse compact``, once when ``serve`` or ``mcp``
+    starts). Returns objects implementing ``contextfuse.flow.ModelProvider``: a ``name``
+    (what a policy's ``providers`` list names) and ``complete(call: ModelCall) ->
+    ModelReply``, which answers within ``call.timeout_s`` and raises ``ProviderError`` on
+    failure. All results are collected; a name already taken (``offline`` is built in) is an
+    error naming the plugin.
     """
 
 

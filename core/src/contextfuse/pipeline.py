@@ -40,6 +40,9 @@ __all__ = ["ACMSPipeline", "PipelineConfig"]
 
 log = logging.getLogger("contextfuse.pipeline")
 
+#: Below this many unspent tokens, refilling is not worth another strategy call.
+_MIN_REFILL = 64
+
 _PHASE_OF = {
     "strategy_selector": "coordinator",
     "budget_allocator": "coordinator",
@@ -244,10 +247,20 @@ class ACMSPipeline:
             reserve_tokens=reserve,
         )
 
+        scored = list(fusion.scored)
+        if len(coordination.strategies_used) > 1:
+            scored += self._refill(
+                scored,
+                chosen,
+                coordination.strategies_used,
+                request,
+                backends,
+                plan,
+                budget.available_tokens - reserve,
+            )
+
         # Phase 3: finalization.
-        ordered: list[ScoredFragment] = self._components["fragment_orderer"].order(
-            list(fusion.scored), request
-        )
+        ordered: list[ScoredFragment] = self._components["fragment_orderer"].order(scored, request)
         fragments = [s.fragment for s in ordered]
         if request.focus_nodes:
             focus_tokens = sum(
@@ -307,6 +320,33 @@ class ACMSPipeline:
         )
         return result
 
+    def _refill(
+        self,
+        scored: list[ScoredFragment],
+        chosen: Sequence[ContextStrategy],
+        used_names: Sequence[str],
+        request: ContextRequest,
+        backends: BackendSet,
+        plan: PlanContext,
+        available: int,
+    ) -> list[ScoredFragment]:
+        """Fragments of the best strategy that ran, for the budget the fused payload left."""
+        from contextfuse.components.refill import refill
+
+        room = available - sum(s.fragment.token_count for s in scored)
+        if room < _MIN_REFILL or available < 1:
+            return []
+        ran = [s for s in chosen if s.name in used_names]
+        best = max(ran, key=lambda s: (s.capabilities.quality_score, s.name))
+        try:
+            alone = best.assemble(
+                request, backends, ContextBudget(max_tokens=available, reserved_tokens=0), plan
+            )
+        except Exception:
+            log.warning("refill: strategy %s failed; nothing added", best.name, exc_info=True)
+            return []
+        return refill(scored, alone, room, best.name)
+
     def _preamble_reserve(self, budget: ContextBudget) -> int:
         share = int(budget.available_tokens * self.config.preamble_share)
         return max(0, min(share, self.config.preamble_max_tokens))
@@ -360,8 +400,13 @@ def _explain(
                     f"fell back from depth {fallbacks[s.fragment.uko_node][0]} to "
                     f"{fallbacks[s.fragment.uko_node][1]}: the deeper rendering did not fit"
                     if s.fragment.uko_node in fallbacks
-                    else "deepest rendering returned; it fit"
+                    else str(
+                        s.fragment.metadata.get(
+                            "depth_reason", "deepest rendering returned; it fit"
+                        )
+                    )
                 ),
+                "signals": str(s.fragment.metadata.get("signals", "")),
                 "tokens": s.fragment.token_count,
             }
             for s in ordered

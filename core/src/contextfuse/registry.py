@@ -112,7 +112,9 @@ class StrategyRegistry:
     ) -> list[ContextStrategy]:
         """The strategies to run on ``backends``: the named ones, else the enabled ones.
 
-        Strategies whose backends are missing are not offered. When none is left, the
+        With no configured enabled list (the defaults), only the best enabled strategy these
+        backends can serve runs, in fallback-chain order: arce already fuses the signals of
+        the others. Strategies whose backends are missing are not offered. When none is left, the
         fallback chain (arce -> breadth-depth-navigator -> semantic-embedding ->
         simple-keyword) supplies the best installed strategy these backends can serve.
         """
@@ -127,6 +129,10 @@ class StrategyRegistry:
             reason = self.unavailable_reason(entry, backends)
             if reason:
                 self.notices.append(f"strategy {entry.name!r} not offered: {reason}")
+        if offered and not names and self.config.enabled is None:
+            best = self._best_of_chain(offered)
+            if best is not None:
+                return [best]
         if offered:
             return offered
         start = min(
@@ -143,6 +149,15 @@ class StrategyRegistry:
             f"{', '.join(sorted(backends.available())) or 'none'}); install "
             "contextfuse-simple-keyword"
         )
+
+    @staticmethod
+    def _best_of_chain(strategies: Sequence[ContextStrategy]) -> ContextStrategy | None:
+        """The first of ``strategies`` in fallback-chain order, or None when none is in it."""
+        by_name = {s.name: s for s in strategies}
+        for name in FALLBACK_CHAIN:
+            if name in by_name:
+                return by_name[name]
+        return None
 
     def describe(self, backends: BackendSet | None = None) -> list[dict[str, Any]]:
         """Every strategy with its capabilities, quality and availability (for the CLI)."""

@@ -42,6 +42,8 @@ class SelectionPolicy:
     :param max_code_share: the largest share one full-source fragment may take; a bigger
         node is shown at signature depth (4) instead.
     :param whole_file_tokens: files at most this big are shown whole rather than by symbol.
+    :param whole_file_share: ... or at most this share of the budget, when that is more: a
+        large budget buys whole files, which also keeps the fragment count down.
     :param max_outline_share: the largest share one file outline (depth 2) may take.
     :param map_files: at most this many files in the map.
     :param max_header_share: the largest share a file's header (its lines before the first
@@ -49,6 +51,9 @@ class SelectionPolicy:
         symbol, since an edit often starts there.
     :param file_evidence_weight: how much a node's file's evidence (the sum of its best
         five node scores) counts against the node's own score when choosing code.
+    :param spend_target: below this share of the budget spent, the files with the most
+        evidence are shown whole in place of their parts (at large budgets the fragment cap,
+        not the budget, would otherwise end the selection).
     :param max_fragments: at most this many fragments in all (the registry's default
         ``max_fragments`` per strategy).
     """
@@ -57,6 +62,8 @@ class SelectionPolicy:
     max_map_tokens: int = 8000
     max_code_share: float = 0.3
     whole_file_tokens: int = 700
+    whole_file_share: float = 0.03
+    spend_target: float = 0.9
     max_outline_share: float = 0.08
     map_files: int = 60
     max_fragments: int = 100
@@ -149,17 +156,28 @@ def select_fragments(
 
     chosen: list[tuple[float, ContextFragment]] = []
     spans: dict[str, list[tuple[int, int]]] = {}
+    taken: set[str] = set()
+    mapped_files: set[str] = set()
+    signature_spans: dict[str, list[tuple[int, int]]] = {}
     used = 0
 
-    def take(node: Node, rendering: Rendering, score: float) -> None:
+    def take(node: Node, rendering: Rendering, score: float, reason: str) -> None:
         nonlocal used
-        chosen.append((score, _fragment(node, rendering, score / top, strategy)))
-        spans.setdefault(node.file_uri, []).append(_span(rendering))
+        chosen.append((score, _fragment(node, rendering, score / top, strategy, reason)))
+        if rendering.depth == DetailDepth.OUTLINE:
+            # An outline maps the file; code of the file may still be shown beside it.
+            mapped_files.add(node.file_uri)
+        elif rendering.depth == DetailDepth.FULL_SOURCE:
+            spans.setdefault(node.file_uri, []).append(_span(rendering))
+        else:
+            # A class's signatures map it; its methods may still be shown in full.
+            signature_spans.setdefault(node.file_uri, []).append(_span(rendering))
+        taken.add(node.uri)
         used += rendering.token_count
 
-    # Phase 1: full source of the best nodes (small files whole). A node in a file with
-    # much evidence (several good nodes) ranks above an equally good stray node, so the
-    # code concentrates in the files most likely to matter.
+    # Code: full source of the best nodes (small files whole). A node in a file with much
+    # evidence (several good nodes) ranks above an equally good stray node, so the code
+    # concentrates in the files most likely to matter.
     evidence: dict[str, list[float]] = {}
     for uri, score in ranked:
         node = nodes.get(uri)
@@ -175,66 +193,122 @@ def select_fragments(
         strength = file_evidence.get(node.file_uri, 0.0) / strongest if node else 0.0
         return (-((1 - weight) * score / top + weight * strength), uri)
 
-    code_budget = available - min(int(available * policy.map_share), policy.max_map_tokens)
+    code_order = sorted(ranked, key=code_rank)
     max_piece = max(1, int(available * policy.max_code_share))
-    for uri, score in sorted(ranked, key=code_rank):
-        if used >= code_budget or len(chosen) >= policy.max_fragments:
-            break
-        node = nodes.get(uri)
-        if node is None:
-            continue
-        by_depth = renderings.get(uri)
-        if node.kind == "file":
-            full = by_depth.get(DetailDepth.FULL_SOURCE)
-            if full is None or full.token_count > policy.whole_file_tokens:
-                continue  # big files are shown by their symbols and in the map
-        elif node.kind not in _CODE_KINDS:
-            continue
-        file_spans = spans.get(node.file_uri, [])
-        full = by_depth.get(DetailDepth.FULL_SOURCE)
-        if full is None:
-            continue
-        if _covered(file_spans, _span(full)):
-            continue
-        choice = full
-        if full.token_count > max_piece or _overlaps(file_spans, _span(full)):
-            choice = by_depth.get(DetailDepth.SIGNATURES, full)
-            if choice.token_count > max_piece or _overlaps(file_spans, _span(choice)):
+    header_limit = max(1, int(available * policy.max_header_share))
+    whole_file = max(policy.whole_file_tokens, int(available * policy.whole_file_share))
+
+    def spend_on_code(limit: int, slots: int) -> None:
+        for position, (uri, score) in enumerate(code_order, start=1):
+            if used >= limit or len(chosen) >= slots:
+                return
+            node = nodes.get(uri)
+            if node is None or uri in taken:
                 continue
-        if used + choice.token_count <= code_budget:
-            take(node, choice, score)
+            by_depth = renderings.get(uri)
+            full = by_depth.get(DetailDepth.FULL_SOURCE)
+            if full is None:
+                continue
+            if node.kind == "file":
+                if full.token_count > whole_file:
+                    continue  # big files are shown by their symbols and in the map
+            elif node.kind not in _CODE_KINDS:
+                continue
+            file_spans = spans.get(node.file_uri, [])
+            if _covered(file_spans, _span(full)):
+                continue
+            choice, reason = full, f"full source: code rank {position}"
+            if full.token_count > max_piece or _overlaps(file_spans, _span(full)):
+                choice = by_depth.get(DetailDepth.SIGNATURES, full)
+                reason = (
+                    f"signatures: its full source ({full.token_count} tokens) is more than "
+                    f"one piece may take ({max_piece})"
+                    if full.token_count > max_piece
+                    else "signatures: part of its source is already shown"
+                )
+                if (
+                    choice.token_count > max_piece
+                    or _overlaps(file_spans, _span(choice))
+                    or _overlaps(signature_spans.get(node.file_uri, []), _span(choice))
+                ):
+                    continue
+            if used + choice.token_count > limit:
+                continue
+            take(node, choice, score, reason)
             if choice.depth == DetailDepth.FULL_SOURCE and node.kind != "file":
                 header = _module_header(store, backends, nodes, renderings, node.file_uri)
-                limit = max(1, int(available * policy.max_header_share))
+                header_uri = f"{node.file_uri}#{HEADER_SYMBOL}"
                 if (
                     header is not None
-                    and header.token_count <= limit
-                    and used + header.token_count <= code_budget
+                    and len(chosen) < slots
+                    and header_uri not in taken
+                    and header.token_count <= header_limit
+                    and used + header.token_count <= limit
                     and not _overlaps(spans.get(node.file_uri, []), _span(header))
                 ):
-                    file_node = nodes[node.file_uri]
-                    header_node = attrs.evolve(file_node, uri=f"{file_node.uri}#{HEADER_SYMBOL}")
-                    take(header_node, header, score * 0.95)
+                    header_node = attrs.evolve(nodes[node.file_uri], uri=header_uri)
+                    take(
+                        header_node,
+                        header,
+                        score * 0.95,
+                        "full source: the file's imports and constants, with its code",
+                    )
 
-    # Phase 2: a map of the best files not shown yet, at outline depth.
+    def spend_on_map(limit: int) -> None:
+        mapped = 0
+        for file_uri, score in files_ranked:
+            if mapped >= policy.map_files or used >= limit or len(chosen) >= policy.max_fragments:
+                return
+            if file_uri in spans or file_uri in mapped_files:
+                continue
+            node = nodes.get(file_uri)
+            outline = renderings.get(file_uri).get(DetailDepth.OUTLINE)
+            if node is None or outline is None or outline.token_count > max_outline:
+                continue
+            if used + outline.token_count <= limit:
+                take(node, outline, score * 0.9, "outline: file map (breadth)")
+                mapped += 1
+
+    def upgrade_to_whole_files(limit: int) -> None:
+        nonlocal used, chosen
+        for file_uri, _ in sorted(file_evidence.items(), key=lambda kv: (-kv[1], kv[0])):
+            if used >= limit * policy.spend_target:
+                return
+            if file_uri not in spans or file_uri not in nodes:
+                continue
+            whole = renderings.get(file_uri).get(DetailDepth.FULL_SOURCE)
+            parts = [sf for sf in chosen if sf[1].provenance.resource_uri == file_uri]
+            shown = sum(sf[1].token_count for sf in parts)
+            if whole is None or whole.token_count > max_piece:
+                continue
+            if used - shown + whole.token_count > limit:
+                continue
+            chosen = [sf for sf in chosen if sf[1].provenance.resource_uri != file_uri]
+            used -= shown
+            spans.pop(file_uri, None)
+            signature_spans.pop(file_uri, None)
+            mapped_files.discard(file_uri)
+            reason = f"full source: the whole file, in place of {len(parts)} of its parts"
+            take(nodes[file_uri], whole, max(sf[0] for sf in parts), reason)
+
+    code_budget = available - min(int(available * policy.map_share), policy.max_map_tokens)
+    # Code may not take every fragment slot: the map's files are how the agent finds its way,
+    # and at large budgets many small code fragments would otherwise crowd them out.
+    map_slots = min(policy.map_files, policy.max_fragments // 3)
+    spend_on_code(code_budget, policy.max_fragments - map_slots)
+    # A map of the best files not shown yet, at outline depth.
     max_outline = max(1, int(available * policy.max_outline_share))
-    mapped = 0
     files_ranked = sorted(file_score.items(), key=lambda kv: (-kv[1], kv[0]))
     renderings.order = [uri for uri, _ in files_ranked]
-    for file_uri, score in files_ranked:
-        if mapped >= policy.map_files or used >= available:
-            break
-        if len(chosen) >= policy.max_fragments:
-            break
-        if file_uri in spans:
-            continue
-        node = nodes.get(file_uri)
-        outline = renderings.get(file_uri).get(DetailDepth.OUTLINE)
-        if node is None or outline is None or outline.token_count > max_outline:
-            continue
-        if used + outline.token_count <= available:
-            take(node, outline, score * 0.9)
-            mapped += 1
+    spend_on_map(available)
+    # What the map left unused goes to more code, so the budget is spent.
+    renderings.order = [uri for uri, _ in code_order]
+    spend_on_code(available, policy.max_fragments)
+    # Still unspent (the fragment cap binds at large budgets): the files with the most
+    # evidence are shown whole in place of their parts, then what is left goes to code.
+    if used < available * policy.spend_target:
+        upgrade_to_whole_files(available)
+        spend_on_code(available, policy.max_fragments)
 
     chosen.sort(key=lambda sf: (-sf[0], -sf[1].detail_depth, sf[1].uko_node))
     return [fragment for _, fragment in chosen]
@@ -265,8 +339,14 @@ def _module_header(
     return Rendering(DetailDepth.FULL_SOURCE, text, tokenizer.count(text), 1, len(lines))
 
 
-def _fragment(node: Node, rendering: Rendering, relevance: float, strategy: str) -> ContextFragment:
-    metadata: dict[str, Any] = {"strategy": strategy, "kind": node.kind}
+def _fragment(
+    node: Node, rendering: Rendering, relevance: float, strategy: str, reason: str
+) -> ContextFragment:
+    metadata: dict[str, Any] = {"strategy": strategy, "kind": node.kind, "depth_reason": reason}
+    redacted = rendering.content.count("[REDACTED:")
+    if redacted:
+        # The agent should know the text was altered, and why.
+        metadata["redacted"] = str(redacted)
     return ContextFragment(
         uko_node=node.uri,
         content=rendering.content,

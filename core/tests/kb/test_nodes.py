@@ -275,6 +275,19 @@ TREE_SITTER_SAMPLES = {
         "const make = (x) => {\n  return new Cart(x);\n};\n",
         [("Cart", "class"), ("Cart.add", "method"), ("make", "function")],
     ),
+    "router.js": (
+        "tree_sitter_javascript",
+        "var proto = module.exports = function (options) {\n  return options;\n};\n\n"
+        "/** Dispatch a request. */\nproto.handle = function handle(req, res) {\n"
+        "  return req;\n};\n\nLayer.prototype.match = function match(path) {\n"
+        "  return path;\n};\n\nexports.compile = (x) => x;\n",
+        [
+            ("proto", "function"),
+            ("proto.handle", "method"),
+            ("Layer.match", "method"),
+            ("exports.compile", "method"),
+        ],
+    ),
 }
 
 

@@ -106,14 +106,33 @@ def test_a_long_issue_text_keeps_only_its_most_informative_terms(kb: BackendSet)
 
 def test_words_that_look_like_code_weigh_more_than_prose() -> None:
     weights = weighted_query_terms("bulk_create fails in QuerySet with ERROR 1508 on utf8")
-    assert {t: weights[t] for t in ("bulk_create", "queryset", "utf8")} == dict.fromkeys(
-        ("bulk_create", "queryset", "utf8"), 2
+    assert {t: weights[t] for t in ("bulk_create", "queryset")} == dict.fromkeys(
+        ("bulk_create", "queryset"), 2
     )
-    assert {t: weights[t] for t in ("fails", "error", "1508", "bulk", "query")} == dict.fromkeys(
-        ("fails", "error", "1508", "bulk", "query"), 1
+    assert {t: weights[t] for t in ("fails", "error", "utf8", "bulk", "query")} == dict.fromkeys(
+        ("fails", "error", "utf8", "bulk", "query"), 1
     )
+    assert weights["1508"] < 1
+
+
+def test_a_long_request_weighs_the_words_of_its_first_line_and_repeated_words() -> None:
+    noise = " ".join(f"r{i:04d}" for i in range(60))
+    issue = f"Recursive mode ignores the configured paths\n\n{noise} paths again, paths"
+    weights = weighted_query_terms(issue)
+    assert weights["recursive"] == 2 and weights["paths"] == 2.5
+    assert weights["r0001"] == 1
 
 
 def test_english_function_words_are_not_searched(kb: BackendSet) -> None:
     assert kb.text.select_terms(["the", "cart", "how"]) == ["cart"]
     assert kb.text.select_terms(["the"]) == ["the"]  # unless nothing else is left
+
+
+def test_a_question_finds_code_that_spells_its_word_another_way(kb: BackendSet) -> None:
+    assert P + "shop/models.py#ShoppingCart.recount" in uris(kb, "recounting")
+
+
+def test_the_words_a_query_spells_outrank_their_inflections(kb: BackendSet) -> None:
+    hits = {hit.uri: hit.score for hit in kb.text.search("recount items")}
+    assert hits[P + "shop/models.py#ShoppingCart.recount"] > hits.get(P + "README.md", 0.0)
+    assert uris(kb, "recount")[0] == P + "shop/models.py#ShoppingCart.recount"

@@ -139,3 +139,36 @@ def test_describe_reports_missing_defaults_as_unavailable(pm):
     rows = StrategyRegistry(pm, config()).describe()
     missing = {r["name"]: r for r in rows if not r["source"]}
     assert missing["simple-keyword"]["reason"].startswith("not installed")
+
+
+def test_by_default_only_the_best_strategy_of_the_fallback_chain_runs(pm):
+    provide(
+        pm,
+        Named("simple-keyword", uses_text=True),
+        Named("arce", uses_text=True, uses_graph=True),
+    )
+    registry = StrategyRegistry(pm, config())
+    offered = registry.offered(BackendSet(text=object(), graph=object(), nodes=object()))
+    assert [s.name for s in offered] == ["arce"]
+
+
+def test_by_default_the_chain_moves_on_when_the_best_strategy_lacks_a_backend(pm):
+    provide(
+        pm,
+        Named("simple-keyword", uses_text=True),
+        Named("arce", uses_text=True, uses_graph=True),
+    )
+    registry = StrategyRegistry(pm, config())
+    offered = registry.offered(BackendSet(text=object(), nodes=object()))
+    assert [s.name for s in offered] == ["simple-keyword"]
+
+
+def test_a_configured_enabled_list_runs_every_strategy_it_names(pm):
+    provide(
+        pm,
+        Named("simple-keyword", uses_text=True),
+        Named("arce", uses_text=True, uses_graph=True),
+    )
+    registry = StrategyRegistry(pm, config(enabled=("simple-keyword", "arce")))
+    offered = registry.offered(BackendSet(text=object(), graph=object(), nodes=object()))
+    assert sorted(s.name for s in offered) == ["arce", "simple-keyword"]

@@ -25,6 +25,9 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "index": ("contextfuse.cli.index_cmd", "index", "Build or refresh a repository's index."),
     "assemble": ("contextfuse.cli.assemble_cmd", "assemble", "Assemble context for a query."),
     "project": ("contextfuse.cli.project_cmd", "project", "Per-project settings."),
+    "compact": ("contextfuse.cli.compact_cmd", "compact", "Compact an agent transcript (stdin)."),
+    "serve": ("contextfuse.cli.serve_cmd", "serve", "Serve the HTTP API over named projects."),
+    "mcp": ("contextfuse.cli.mcp_cmd", "mcp", "Serve tools and resources over MCP (stdio)."),
     "plan": ("contextfuse.cli.plan_cmd", "plan", "Plans and decisions: add, decide, close, show."),
 }
 

@@ -27,3 +27,12 @@ def fail(message: str, code: int = 2) -> None:
     """Print ``error: message`` on standard error and exit with ``code`` (no traceback)."""
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+def require_serve_extra() -> None:
+    """Exit with a clear message when the ``serve`` extra (fastapi, uvicorn, mcp) is missing."""
+    import importlib.util
+
+    missing = [m for m in ("fastapi", "uvicorn", "mcp") if importlib.util.find_spec(m) is None]
+    if missing:
+        fail(f"{', '.join(missing)} not installed: pip install 'contextfuse-core[serve]'")

@@ -1,8 +1,9 @@
 """``GraphBackend`` over the index file: neighbours and personalized PageRank.
 
 PageRank runs over the graph made undirected (a file's importers are as related to it as
-its imports), with numpy power iteration over the edge arrays; the arrays are loaded once
-per open and reloaded only after the index changes.
+its imports), each edge weighed down by the degree of the node it leads to (a hub called from
+everywhere is no evidence of relatedness), with numpy power iteration over the edge arrays;
+the arrays are loaded once per open and reloaded only after the index changes.
 """
 
 from __future__ import annotations
@@ -154,9 +155,12 @@ class SQLiteGraphBackend:
         s = np.searchsorted(ids, source)
         t = np.searchsorted(ids, target)
         weight = edges[:, 3]
-        return _Adjacency(
-            ids, np.concatenate([s, t]), np.concatenate([t, s]), np.concatenate([weight, weight])
-        )
+        source_all, target_all = np.concatenate([s, t]), np.concatenate([t, s])
+        # A walk into a hub (a helper called from everywhere) says little about the seeds:
+        # each edge counts less the more edges its receiving node has, so specific names win.
+        degree = np.bincount(target_all, minlength=len(ids)).astype(np.float64)
+        specific = np.concatenate([weight, weight]) / np.log2(2.0 + degree[target_all])
+        return _Adjacency(ids, source_all, target_all, specific)
 
     def _ids(self, uris: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}

@@ -18,15 +18,14 @@ import sqlite3
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 
 from contextfuse.backends import Commit, FileChange, SearchHit
 from contextfuse.kb.store import Database
-from contextfuse.kb.terms import parts_text, path_terms, weighted_query_terms
-from contextfuse.kb.text import STOPWORDS
+from contextfuse.kb.terms import STOPWORDS, parts_text, path_terms, weighted_query_terms
 
 __all__ = ["HistoryUpdate", "SQLiteTemporalBackend", "git_head", "update_history"]
 
@@ -400,7 +399,7 @@ class SQLiteTemporalBackend:
         )
         return [SearchHit(self.commit_uri(sha), -float(rank)) for sha, rank in rows]
 
-    def _select_terms(self, weights: dict[str, int]) -> list[str]:
+    def _select_terms(self, weights: Mapping[str, float]) -> list[str]:
         """The terms worth searching: in the history, code-like first, then the rarest.
 
         Terms in more than ``COMMON_SHARE`` of the commits (``fix``, ``update`` in most

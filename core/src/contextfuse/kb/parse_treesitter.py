@@ -133,6 +133,7 @@ _JS_FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function"}
 )
 _GENERIC = re.compile(r"<.*>")
+_JS_TARGET = re.compile(r"[\w$]+(?:\.[\w$]+)*")
 _DOC_MARKS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|//[/!]?)\s?")
 
 
@@ -174,7 +175,7 @@ class TreeSitterParser:
         self.language = language
         self.spec = spec
         self.parser = parser
-        self.parser_id = f"treesitter-{language}/1"
+        self.parser_id = f"treesitter-{language}/2"
 
     def parse(self, text: str, lines: list[str]) -> ParsedFile:
         """Parse one file (tree-sitter always produces a tree, errors included)."""
@@ -255,9 +256,13 @@ class _Walk:
             self.function(outer, node, doc, parent, prefix)
         elif kind in ("lexical_declaration", "variable_declaration"):
             for declarator in node.named_children:
-                value = declarator.child_by_field_name("value")
+                value = _assigned_value(declarator.child_by_field_name("value"))
                 if value is not None and value.type in _JS_FUNCTION_VALUES:
                     self.function(outer, declarator, doc, parent, prefix)
+        elif kind == "expression_statement" and node.named_children:
+            expression = node.named_children[0]
+            if expression.type == "assignment_expression":
+                self.assigned_function(outer, expression, doc, parent, prefix)
         elif kind == "impl_item":
             self.impl(outer, node, doc, parent, owner)
         elif kind in spec.containers:
@@ -335,6 +340,33 @@ class _Walk:
         else:
             segments = self.header(outer, body, elide=True)
         self.add(outer, node, doc, parent, prefix, kind, segments, name)
+
+    def assigned_function(
+        self, outer: Any, node: Any, doc: list[Any], parent: str, prefix: str
+    ) -> None:
+        """JavaScript's ``proto.handle = function handle(req, res) {...}`` and kin.
+
+        CommonJS modules and pre-class code define most of their functions this way
+        (``exports.x = ...``, ``Layer.prototype.match = ...``); the target names the symbol,
+        ``.prototype`` left out (``Layer.match``).
+        """
+        left = node.child_by_field_name("left")
+        value = _assigned_value(node.child_by_field_name("right"))
+        if left is None or value is None or value.type not in _JS_FUNCTION_VALUES:
+            return
+        target = self.text(left).replace(".prototype.", ".")
+        if not _JS_TARGET.fullmatch(target):
+            return  # computed members (``obj[key] = ...``) name nothing stable
+        owner, _, name = target.rpartition(".")
+        first, last = outer.start_point.row + 1, outer.end_point.row + 1
+        body = value.child_by_field_name("body")
+        if body is None or last - first + 1 <= _SHORT_FUNCTION_LINES or not _braced(body):
+            segments = [self.block(first, last)]
+        else:
+            segments = self.header(outer, body, elide=True)
+        qualifier = f"{prefix}{owner}." if owner else prefix
+        kind = "method" if qualifier else "function"
+        self.add(outer, node, doc, parent, qualifier, kind, segments, name)
 
     def container(
         self, outer: Any, node: Any, doc: list[Any], parent: str, prefix: str, kind: str
@@ -421,6 +453,13 @@ class _Walk:
                     elif current.type != "type_arguments":
                         stack.extend(reversed(current.named_children))
         return found
+
+
+def _assigned_value(value: Any) -> Any:
+    """The value at the end of an assignment chain (``a = b = function () {}``)."""
+    while value is not None and value.type == "assignment_expression":
+        value = value.child_by_field_name("right")
+    return value
 
 
 def _braced(body: Any) -> bool:

@@ -22,8 +22,7 @@ from contextfuse.backends import Rendering, SearchHit
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
-from contextfuse.kb.terms import parts_text, weighted_query_terms
-from contextfuse.kb.text import STOPWORDS
+from contextfuse.kb.terms import STOPWORDS, parts_text, weighted_query_terms
 from contextfuse.models import (
     Decision,
     DecisionStatus,

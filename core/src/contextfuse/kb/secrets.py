@@ -88,13 +88,31 @@ _TOKEN_SCANNER = re.compile(
     "|".join(f"(?P<{kind.replace('-', '_')}>{pattern})" for kind, (pattern, _) in _TOKENS.items())
 )
 _TOKEN_HINTS = tuple(hint for _, hints in _TOKENS.values() for hint in hints)
-# ``<name>key = "value"``: a name that says secret, a quoted value that looks random. The
-# expression starts at the keyword: a leading ``[\w.-]*`` would be retried at every position.
-_KEYWORDS = ("key", "secret", "token", "passw", "auth")
-_ASSIGNMENT = re.compile(
-    r"(?i:api[_-]?key|secret|token|passw(?:or)?d|access[_-]?key|private[_-]?key|auth[_-]?key)"
-    r"[\w.-]*['\"]?\s*(?::=|=>|[:=])\s*(?:[bru]{0,2})['\"](?P<value>[^'\"\s]{16,256})['\"]"
+# ``<name>key = "value"``: a name that ends in a secret word, a quoted value that looks
+# random. The expression starts at the keyword: a leading ``[\w.-]*`` would be retried at
+# every position. The name must end there (``Tokenizer``, ``token_type`` are not secrets).
+_KEYWORDS = ("key", "secret", "token", "passw", "pwd", "auth")
+_SECRET_NAME = (
+    r"(?i:api[_-]?key|secret(?:[_-]?(?:access[_-]?)?key)?|(?:access|auth|refresh|bearer)?"
+    r"[_-]?token|passw(?:or)?d|pwd|access[_-]?key|private[_-]?key|auth[_-]?key)(?![\w.-])"
 )
+_ASSIGNMENT = re.compile(
+    _SECRET_NAME + r"['\"]?\s*(?::=|=>|[:=])\s*(?:[bru]{0,2})['\"](?P<value>[^'\"\s]{16,256})['\"]"
+)
+# The same in configuration files, where values go unquoted: ``password = hunter2``.
+_CONFIG_ASSIGNMENT = re.compile(
+    r"^[ \t]*[\w.-]*?" + _SECRET_NAME + r"[ \t]*[:=][ \t]*(?P<value>[^\s'\"#;]{4,256})[ \t]*$",
+    re.MULTILINE,
+)
+_CONFIG_SUFFIXES = (".ini", ".cfg", ".conf", ".properties", ".yaml", ".yml", ".env")
+# ``scheme://user:password@host``: the password goes, the user and host stay readable.
+_URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@'\"]+:(?P<value>[^\s@/'\"]+)@")
+_PLACEHOLDER = re.compile(
+    r"^(?:[$%<{*(\[].*|.*[}>)\]]|x+|\*+|password|passwd|pass|secret|changeme|none|null|"
+    r"true|false|example|test|dummy|redacted)$",
+    re.IGNORECASE,
+)
+_DOTTED_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
 _MIN_ENTROPY = 3.5  # bits per character; real keys score 4-6, words and paths below 3.5
 
 
@@ -119,8 +137,11 @@ def _entropy(value: str) -> float:
 
 
 def _looks_random(value: str) -> bool:
-    # Placeholders, template variables and dotted names are not secrets.
-    if value.startswith(("{{", "${", "%(", "<")) or value.isalpha():
+    """True for a value shaped like a generated key, not like a word, name or path."""
+    if _PLACEHOLDER.match(value) or _DOTTED_NAME.match(value) or value.isalpha():
+        return False
+    # Generated keys mix in digits; a long value of letters alone must be very random.
+    if not any(c.isdigit() for c in value) and (len(value) < 32 or _entropy(value) < 4.0):
         return False
     return _entropy(value) >= _MIN_ENTROPY
 
@@ -155,17 +176,30 @@ def _spans(text: str, lowered: str, hints: tuple[str, ...]) -> list[tuple[int, i
     return merged
 
 
-def redact(text: str) -> Redaction:
-    """Replace every secret in ``text`` by ``[REDACTED:<kind>]``, keeping line breaks."""
+def redact(text: str, path: str = "") -> Redaction:
+    """Replace every secret in ``text`` by ``[REDACTED:<kind>]``, keeping line breaks.
+
+    ``path`` (repository-relative) tells configuration files, whose values go unquoted,
+    from code.
+    """
     lowered = text.translate(_ASCII_LOWER)
     found: list[tuple[int, int, str]] = []
     for start, end in _spans(text, lowered, _TOKEN_HINTS):
         for match in _TOKEN_SCANNER.finditer(text, start, end):
             found.append((*match.span(), (match.lastgroup or "").replace("_", "-")))
+    config = path.lower().endswith(_CONFIG_SUFFIXES) or ".env." in path.lower()
     for start, end in _spans(text, lowered, _KEYWORDS):
         for match in _ASSIGNMENT.finditer(text, start, end):
             if _looks_random(match.group("value")):
                 found.append((*match.span("value"), "assignment"))
+        if config:
+            for match in _CONFIG_ASSIGNMENT.finditer(text, start, end):
+                if not _PLACEHOLDER.match(match.group("value")):
+                    found.append((*match.span("value"), "password"))
+    for start, end in _spans(text, lowered, ("://",)):
+        for match in _URL_PASSWORD.finditer(text, start, end):
+            if not _PLACEHOLDER.match(match.group("value")):
+                found.append((*match.span("value"), "url-password"))
     counts: Counter[str] = Counter()
     if not found:
         return Redaction(text, counts)

@@ -10,15 +10,18 @@ query into a list of the same terms.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 __all__ = [
+    "STOPWORDS",
     "identifier_parts",
     "name_terms",
     "parts_text",
     "path_terms",
     "query_terms",
     "weighted_query_terms",
+    "word_variants",
 ]
 
 _WORD = re.compile(r"\w+")
@@ -96,31 +99,118 @@ def query_terms(query: str) -> list[str]:
     Only word characters survive, so any input (quotes, ``*``, parentheses) is safe to quote
     into an FTS5 MATCH expression.
     """
-    return list(weighted_query_terms(query))
+    return [t for t, weight in weighted_query_terms(query).items() if weight > VARIANT_WEIGHT]
 
 
-def weighted_query_terms(query: str) -> dict[str, int]:
+#: English function words: frequent in issue texts and docs, never what a search is about.
+_FUNCTION_WORDS = (
+    "a about after all also an and any are as at be been before but by can could did do does "
+    "for from had has have how i if in into is it its just me more most my no not of on or "
+    "our should so some than that the their then there these they this those to too very was "
+    "we were what when where which who why will with would you your"
+)
+STOPWORDS = frozenset(_FUNCTION_WORDS.split())
+#: Suffixes a light stemmer strips, longest first: plain English inflections and the common
+#: derivations that turn a verb into a noun ("redirection", "handler").
+_SUFFIXES = (
+    "ations",
+    "ation",
+    "ings",
+    "ions",
+    "ing",
+    "ion",
+    "ers",
+    "ies",
+    "ied",
+    "er",
+    "es",
+    "ed",
+    "s",
+)
+_ENDINGS = ("", "s", "es", "ed", "ing", "er", "ers", "ion", "ions", "e", "ation")
+#: Weight of a variant that the query did not spell: below every word it did.
+VARIANT_WEIGHT = 0.5
+#: Numbers rarely name what a request is about (line numbers, versions, counts).
+_NUMBER_WEIGHT = 0.75
+#: Requests longer than this many words (issues, tracebacks) get first-line and repetition
+#: emphasis; a short question is all subject.
+_SHORT_REQUEST = 40
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            base = word[: -len(suffix)]
+            if suffix in ("ies", "ied"):
+                return base + "y"
+            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # "running" -> "run"
+            return base
+    return word
+
+
+@lru_cache(maxsize=1 << 14)
+def word_variants(word: str) -> tuple[str, ...]:
+    """Inflections of an English word, itself excluded: ``redirects`` -> ``redirect``,
+    ``redirected``, ``redirection``... (only the ones an index holds will match)."""
+    lowered = word.lower()
+    if len(lowered) < 4 or not lowered.isalpha():
+        return ()
+    base = _stem(lowered)
+    forms = {base + ending for ending in _ENDINGS}
+    if base.endswith("e"):
+        forms.update((base[:-1] + "ing", base + "d", base[:-1] + "ation"))
+    if base.endswith("y"):
+        forms.update((base[:-1] + "ies", base[:-1] + "ied"))
+    forms.discard(lowered)
+    return tuple(sorted(f for f in forms if len(f) >= 3))
+
+
+def weighted_query_terms(query: str) -> dict[str, float]:
     """:func:`query_terms` with a weight each: 2 for what looks like code, 1 for words.
 
-    Code is a path, or a word with an inner underscore, an inner capital or letters and
-    digits (``bulk_create``, ``QuerySet``, ``utf8``); prose words, numbers, words in capitals
-    (``INSERT``) and the parts of identifiers weigh 1.
+    Code is a path, or a word with an inner underscore or an inner capital (``bulk_create``,
+    ``QuerySet``); prose words, words with digits (``utf8``, ``r0914``), words in capitals
+    (``INSERT``) and the parts of identifiers weigh 1, numbers 0.75. A long request (an issue)
+    states its subject first and repeats it: a word of the first line gains 1, and each
+    repetition 0.25 (up to 0.75). The inflections of prose words (``redirects`` for
+    ``redirect``) follow at ``VARIANT_WEIGHT``, so a question finds code that spells a word
+    another way, and they never crowd out what the query spelled.
     """
-    weights: dict[str, int] = {}
+    words = _WORD.findall(query)
+    long_request = len(words) > _SHORT_REQUEST
+    first_line = {w.lower() for w in _WORD.findall(query.lstrip().split("\n", 1)[0][:300])}
+    counts = Counter(w.lower() for w in words) if long_request else Counter()
+
+    def emphasis(term: str) -> float:
+        if not long_request:
+            return 0.0
+        return (1.0 if term in first_line else 0.0) + 0.25 * min(counts[term] - 1, 3)
+
+    weights: dict[str, float] = {}
+    prose: list[str] = []
     for token in _PATHLIKE.findall(query):
         weights.setdefault(_joined(token), 2)
         name = token.rsplit("/", 1)[-1]
         if name != token and "." in name:
             weights.setdefault(_joined(name), 2)
-    for word in _WORD.findall(query):
+    for word in words:
         lowered = word.lower()
-        if len(lowered) >= _MIN_PART or lowered.isdigit():
-            code = (
-                "_" in word.strip("_")
-                or (word[1:] != word[1:].lower() and word != word.upper())  # camelCase
-                or (not word.isalpha() and not word.isdigit() and "_" not in word)  # x2, utf8
+        if lowered.isdigit():
+            weights.setdefault(lowered, _NUMBER_WEIGHT)
+        elif len(lowered) >= _MIN_PART:
+            code = "_" in word.strip("_") or (
+                word[1:] != word[1:].lower() and word != word.upper()  # camelCase
             )
-            weights[lowered] = max(weights.get(lowered, 1), 2 if code else 1)
+            weight = (2 if code else 1) + emphasis(lowered)
+            weights[lowered] = max(weights.get(lowered, 0.0), weight)
+            if not code:
+                prose.append(lowered)
         for part in identifier_parts(word):
             weights.setdefault(part, 1)
+    for word in prose:
+        if word in STOPWORDS:
+            continue
+        for variant in word_variants(word):
+            weights.setdefault(variant, VARIANT_WEIGHT)
     return weights

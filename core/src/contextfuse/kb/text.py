@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from contextfuse.backends import SearchHit
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
-from contextfuse.kb.terms import weighted_query_terms
+from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, weighted_query_terms
 
-__all__ = ["MAX_QUERY_TERMS", "STOPWORDS", "SQLiteTextBackend"]
+__all__ = ["MAX_QUERY_TERMS", "SQLiteTextBackend"]
 
 #: Terms kept from a query. Each OR-ed term adds its whole posting list to the scan.
 MAX_QUERY_TERMS = 24
@@ -23,14 +23,6 @@ MAX_QUERY_TERMS = 24
 #: They are left out of queries that have at least ``_ENOUGH_TERMS`` others.
 _COMMON_SHARE = 0.05
 _ENOUGH_TERMS = 8
-#: English function words: frequent in issue texts and docs, never what a search is about.
-_FUNCTION_WORDS = (
-    "a about after all also an and any are as at be been before but by can could did do does "
-    "for from had has have how i if in into is it its just me more most my no not of on or "
-    "our should so some than that the their then there these they this those to too very was "
-    "we were what when where which who why will with would you your"
-)
-STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 #: bm25() weights of the columns name, path, body, parts.
 _WEIGHTS = (10.0, 4.0, 1.0, 0.5)
 
@@ -47,7 +39,23 @@ class SQLiteTextBackend:
         """Best-matching nodes for a free-text query, best first (score: higher is better)."""
         if limit <= 0:
             return []
-        terms = self.select_terms(weighted_query_terms(query))
+        weighted = weighted_query_terms(query)
+        terms = self.select_terms(weighted)
+        if not terms:
+            return []
+        spelled = [t for t in terms if weighted.get(t, 1.0) > VARIANT_WEIGHT]
+        variants = [t for t in terms if weighted.get(t, 1.0) <= VARIANT_WEIGHT]
+        hits = {uri: score for uri, score in self._match(spelled, limit, kinds)}
+        # Inflections the query did not spell are searched apart and count half, so a word
+        # spelled differently in the code is found without outranking the exact words.
+        for uri, score in self._match(variants, limit, kinds):
+            hits[uri] = max(hits.get(uri, 0.0), score * VARIANT_WEIGHT)
+        ranked = sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return [SearchHit(uri, score) for uri, score in ranked]
+
+    def _match(
+        self, terms: Sequence[str], limit: int, kinds: Sequence[str] | None
+    ) -> list[tuple[str, float]]:
         if not terms:
             return []
         match = " OR ".join(f'"{term}"' for term in terms)
@@ -62,15 +70,17 @@ class SQLiteTextBackend:
             params.extend(kinds)
         sql += " ORDER BY rank LIMIT ?"
         params.append(limit)
-        return [SearchHit(uri, -float(rank)) for uri, rank in self._db.read(sql, params)]
+        return [(uri, -float(rank)) for uri, rank in self._db.read(sql, params)]
 
-    def select_terms(self, terms: Mapping[str, int] | Sequence[str]) -> list[str]:
+    def select_terms(self, terms: Mapping[str, float] | Sequence[str]) -> list[str]:
         """The terms worth searching: present in the index, at most a few.
 
         ``terms`` may carry weights (see ``weighted_query_terms``): heavier terms (code) come
         first, then, within a weight, the rarer ones.
         """
-        weights = terms if isinstance(terms, Mapping) else dict.fromkeys(terms, 1)
+        weights: Mapping[str, float] = (
+            terms if isinstance(terms, Mapping) else dict.fromkeys(terms, 1.0)
+        )
         candidates = [t for t in weights if t not in STOPWORDS] or list(weights)
         if not candidates:
             return []

@@ -6,7 +6,13 @@ import re
 
 import attrs
 
-__all__ = ["Mentions", "extract_mentions"]
+from contextfuse.backends import NodeStore
+
+__all__ = ["PATH_WEIGHT", "SYMBOL_WEIGHT", "Mentions", "extract_mentions", "mention_scores"]
+
+#: How much an exact mention scores, relative to the best BM25 hit (which scores 1.0).
+PATH_WEIGHT = 1.5
+SYMBOL_WEIGHT = 1.0
 
 _EXTENSIONS = (
     "py|pyi|js|jsx|ts|tsx|go|rs|java|kt|c|h|cc|cpp|hpp|cs|rb|php|swift|scala|md|rst|txt|"
@@ -99,3 +105,22 @@ def extract_mentions(text: str, limit: int = 60) -> Mentions:
             if _keep(match.group(1)):
                 symbols[match.group(1)] = None
     return Mentions(tuple(list(paths)[:limit]), tuple(list(symbols)[:limit]))
+
+
+def mention_scores(text: str, nodes: NodeStore) -> dict[str, float]:
+    """Node URI -> score for the files and symbols ``text`` names exactly.
+
+    A path scores ``PATH_WEIGHT`` shared among the files it matches; a name defined in one
+    place scores ``SYMBOL_WEIGHT``, one defined in twenty places a fifth of that per place.
+    """
+    scores: dict[str, float] = {}
+    mentions = extract_mentions(text)
+    for path in mentions.paths:
+        found = nodes.find_paths(path, limit=5)
+        for node in found:
+            scores[node.uri] = scores.get(node.uri, 0.0) + PATH_WEIGHT / len(found)
+    for name in mentions.symbols:
+        found = nodes.find_symbols(name, limit=20)
+        for node in found:
+            scores[node.uri] = scores.get(node.uri, 0.0) + SYMBOL_WEIGHT / len(found) ** 0.5
+    return scores

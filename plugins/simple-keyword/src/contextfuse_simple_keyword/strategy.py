@@ -8,13 +8,10 @@ from contextfuse import (
     StrategyCapabilities,
 )
 from contextfuse.selection import NodeScoringStrategy
-from contextfuse_simple_keyword.query import extract_mentions
+from contextfuse_simple_keyword.query import PATH_WEIGHT, mention_scores
 
 __all__ = ["SimpleKeywordStrategy"]
 
-#: How much an exact mention adds, relative to the best BM25 hit (which scores 1.0).
-PATH_WEIGHT = 1.5
-SYMBOL_WEIGHT = 1.0
 TEXT_HITS = 300
 
 
@@ -42,17 +39,8 @@ class SimpleKeywordStrategy(NodeScoringStrategy):
             best = max(h.score for h in hits) or 1.0
             for hit in hits:
                 scores[hit.uri] = hit.score / best
-        mentions = extract_mentions(request.query)
-        for path in mentions.paths:
-            found = backends.nodes.find_paths(path, limit=5)
-            for node in found:
-                scores[node.uri] = scores.get(node.uri, 0.0) + PATH_WEIGHT / len(found)
-        for name in mentions.symbols:
-            found = backends.nodes.find_symbols(name, limit=20)
-            for node in found:
-                # A name defined in one place says more than one defined in twenty.
-                bonus = SYMBOL_WEIGHT / len(found) ** 0.5
-                scores[node.uri] = scores.get(node.uri, 0.0) + bonus
+        for uri, bonus in mention_scores(request.query, backends.nodes).items():
+            scores[uri] = scores.get(uri, 0.0) + bonus
         for focus in request.focus_nodes:
             scores[focus] = scores.get(focus, 0.0) + PATH_WEIGHT
         return scores

@@ -1,0 +1,53 @@
+"""``contextfuse mcp``: the MCP server over stdio."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from contextfuse.cli.output import fail, require_serve_extra
+from contextfuse.cli.serve_cmd import parse_projects
+
+
+@click.command("mcp")
+@click.option(
+    "--project",
+    "projects",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Serve the repository at PATH as project NAME (repeatable; default: the current "
+    "directory, named after it).",
+)
+def mcp(projects: tuple[str, ...]) -> None:
+    """Serve tools (assemble_context, list_strategies, compact_transcript) and the projects'
+    indexed files as resources, over MCP on standard input and output."""
+    require_serve_extra()
+    from contextfuse.compaction import collect_providers
+    from contextfuse.errors import ContextfuseError
+    from contextfuse.mcp_server import build_mcp_server
+    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.server.projects import ProjectPool
+    from contextfuse.server.settings import load_server_settings
+
+    chosen = parse_projects(projects)
+    if not chosen:
+        here = Path.cwd()
+        chosen = {_project_name(here.name): here}
+    try:
+        settings = load_server_settings(None, projects=chosen, refresh_interval_s=30.0)
+        pool = ProjectPool(settings.projects, refresh_interval_s=settings.refresh_interval_s)
+        pool.warm()
+        server = build_mcp_server(pool, collect_providers(make_plugin_manager()))
+    except ContextfuseError as exc:
+        fail(str(exc))
+        return
+    try:
+        server.run("stdio")
+    finally:
+        pool.close()
+
+
+def _project_name(directory: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in directory).lstrip("._-")
+    return cleaned[:64] or "project"

@@ -1,0 +1,144 @@
+"""The FastAPI application: routes, error shapes and guards.
+
+Every validation failure is a 422 whose ``detail`` lists ``{field, rule, message}``; no
+request can reach a filesystem path, only the projects the server was started with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from contextfuse.compaction import CompactRequest, PolicyError, compact
+from contextfuse.errors import ConfigError, KnowledgeBaseError, UnknownStrategyError
+from contextfuse.flow.provider import ModelProvider
+from contextfuse.server.guards import ASGIApp, BearerTokenGuard, BodySizeLimit
+from contextfuse.server.projects import ProjectPool, WarmProject
+from contextfuse.server.schemas import AssembleRequest
+from contextfuse.server.settings import PROJECT_NAME_PATTERN, ServerSettings
+
+__all__ = ["build_asgi", "create_app"]
+
+
+class _Invalid(Exception):
+    """Input that passed the schema but not a rule checked later (422)."""
+
+    def __init__(self, field: str, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.field, self.rule, self.message = field, rule, message
+
+
+def _problem(field: str, rule: str, message: str) -> dict[str, str]:
+    return {"field": field, "rule": rule, "message": message}
+
+
+def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> FastAPI:
+    """The API over ``pool`` (already warm) with ``providers`` for compaction."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        pool.close()
+
+    app = FastAPI(
+        title="contextfuse",
+        summary="Context assembly and transcript compaction for LLM agents.",
+        version=_version(),
+        lifespan=lifespan,
+    )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for error in exc.errors():
+            loc = [str(p) for p in error.get("loc", ()) if p != "body"]
+            if error["type"] == "json_invalid":  # its loc is a character position
+                loc = []
+            problems.append(_problem(".".join(loc) or "body", error["type"], error["msg"]))
+        return JSONResponse({"detail": problems}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # a body FastAPI could not decode (e.g. not UTF-8)
+            problem = _problem("body", "unreadable_body", str(exc.detail))
+            return JSONResponse({"detail": [problem]}, status_code=422)
+        return JSONResponse({"detail": exc.detail}, exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(_Invalid)
+    async def _invalid(_: Request, exc: _Invalid) -> JSONResponse:
+        return JSONResponse(
+            {"detail": [_problem(exc.field, exc.rule, exc.message)]}, status_code=422
+        )
+
+    @app.exception_handler(KnowledgeBaseError)
+    async def _unavailable(_: Request, exc: KnowledgeBaseError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503)
+
+    def project_of(name: str, field: str) -> WarmProject:
+        project = pool.get(name)
+        if project is None:
+            served = ", ".join(pool.names()) or "(none)"
+            raise _Invalid(
+                field, "served_project", f"project {name!r} is not served; served: {served}"
+            )
+        return project
+
+    @app.get("/healthz", summary="Liveness and the projects served.")
+    def healthz() -> dict[str, Any]:
+        return {"status": "ok", "projects": list(pool.names())}
+
+    @app.get("/v1/strategies", summary="Every strategy, judged against each served index.")
+    def strategies(
+        project: Annotated[str | None, Query(pattern=PROJECT_NAME_PATTERN)] = None,
+    ) -> dict[str, Any]:
+        names = [project_of(project, "project").name] if project else pool.names()
+        return {"projects": {name: pool.projects[name].strategies() for name in names}}
+
+    @app.post("/v1/assemble", summary="Assemble context for a query within a token budget.")
+    def assemble(request: AssembleRequest) -> JSONResponse:
+        project = project_of(request.project, "project")
+        try:
+            payload = project.assemble(
+                request.query,
+                request.budget,
+                reserved=request.reserved,
+                strategies=request.strategies,
+                plan_id=request.plan_id,
+                explain=request.explain,
+            )
+        except UnknownStrategyError as exc:
+            raise _Invalid("strategies", "known_strategy", str(exc)) from exc
+        except ConfigError as exc:
+            raise _Invalid("strategies", "usable_strategy", str(exc)) from exc
+        return JSONResponse(payload.model_dump(mode="json"))
+
+    @app.post("/v1/compact", summary="Compact an agent transcript (spec/fragment-compaction.md).")
+    def compact_transcript(request: CompactRequest) -> JSONResponse:
+        try:
+            return JSONResponse(compact(request, providers))
+        except PolicyError as exc:
+            raise _Invalid(exc.field, "available_provider", str(exc)) from exc
+
+    return app
+
+
+def build_asgi(
+    settings: ServerSettings, pool: ProjectPool, providers: Mapping[str, ModelProvider]
+) -> ASGIApp:
+    """The app behind its guards: the token (when set) and the body size limit."""
+    app: ASGIApp = BodySizeLimit(create_app(pool, providers), settings.max_body_bytes)
+    if settings.token:
+        app = BearerTokenGuard(app, settings.token)
+    return app
+
+
+def _version() -> str:
+    from contextfuse import __version__
+
+    return __version__

@@ -1,0 +1,162 @@
+"""Warm projects: one assembler per served project, refreshed incrementally, shared by threads.
+
+Assemblies of a project run concurrently (each thread reads the index through its own SQLite
+connection); a refresh waits for them to finish, rebuilds the index incrementally and swaps
+the backends, while new assemblies wait for it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from contextfuse.assembler import ContextAssembler
+from contextfuse.models import ContextPayload
+
+__all__ = ["ProjectPool", "ReadWriteLock", "WarmProject"]
+
+
+class ReadWriteLock:
+    """Many readers or one writer; a waiting writer holds off new readers."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    def acquire_read(self) -> None:
+        """Enter as a reader."""
+        with self._cond:
+            while self._writing or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+
+    def release_read(self) -> None:
+        """Leave as a reader."""
+        with self._cond:
+            self._readers -= 1
+            if not self._readers:
+                self._cond.notify_all()
+
+    def acquire_write(self) -> None:
+        """Enter as the only writer."""
+        with self._cond:
+            self._writers_waiting += 1
+            while self._writing or self._readers:
+                self._cond.wait()
+            self._writers_waiting -= 1
+            self._writing = True
+
+    def release_write(self) -> None:
+        """Leave as the writer."""
+        with self._cond:
+            self._writing = False
+            self._cond.notify_all()
+
+
+class WarmProject:
+    """A served project: its assembler, kept warm and refreshed at most every interval."""
+
+    def __init__(
+        self,
+        name: str,
+        repo: Path,
+        *,
+        refresh_interval_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.repo = repo
+        self.assembler = ContextAssembler(repo)
+        self._interval = refresh_interval_s
+        self._clock = clock
+        self._lock = ReadWriteLock()
+        self._refreshing = threading.Lock()
+        self._refreshed_at: float | None = None
+        self._open = False
+
+    def refresh(self) -> Any:
+        """Refresh the index incrementally and reopen its backends; returns the index stats."""
+        with self._refreshing:
+            return self._refresh()
+
+    def _refresh(self) -> Any:
+        self._lock.acquire_write()
+        try:
+            if self._open:
+                self.assembler.backends.nodes.close()
+            stats = self.assembler.refresh()
+            self._open = self.assembler.backends is not None  # opens them now, not per request
+            self._refreshed_at = self._clock()
+            return stats
+        finally:
+            self._lock.release_write()
+
+    def _due(self) -> bool:
+        return self._refreshed_at is None or self._clock() - self._refreshed_at >= self._interval
+
+    def assemble(self, query: str, budget: int, **options: Any) -> ContextPayload:
+        """Assemble context (refreshing first when the interval has passed)."""
+        # One thread refreshes at a time; requests arriving meanwhile wait for the new index.
+        if self._due() and self._refreshing.acquire(blocking=False):
+            try:
+                if self._due():
+                    self._refresh()
+            finally:
+                self._refreshing.release()
+        self._lock.acquire_read()
+        try:
+            return self.assembler.assemble(query, budget, **options)
+        finally:
+            self._lock.release_read()
+
+    def strategies(self) -> list[dict[str, Any]]:
+        """The registry's view of every strategy, judged against this project's index."""
+        self._lock.acquire_read()
+        try:
+            rows: list[dict[str, Any]] = self.assembler.registry.describe(self.assembler.backends)
+            return rows
+        finally:
+            self._lock.release_read()
+
+    def close(self) -> None:
+        """Close the index."""
+        self._lock.acquire_write()
+        try:
+            if self._open:
+                self.assembler.backends.nodes.close()
+                self._open = False
+        finally:
+            self._lock.release_write()
+
+
+class ProjectPool:
+    """The projects a server was started with, by name."""
+
+    def __init__(self, projects: Mapping[str, Path], *, refresh_interval_s: float) -> None:
+        self.projects = {
+            name: WarmProject(name, path, refresh_interval_s=refresh_interval_s)
+            for name, path in projects.items()
+        }
+
+    def names(self) -> Sequence[str]:
+        """Served project names, sorted."""
+        return sorted(self.projects)
+
+    def warm(self) -> None:
+        """Index every project (incrementally) and open its backends."""
+        for project in self.projects.values():
+            project.refresh()
+
+    def get(self, name: str) -> WarmProject | None:
+        """The project called ``name``, if served."""
+        return self.projects.get(name)
+
+    def close(self) -> None:
+        """Close every project's index."""
+        for project in self.projects.values():
+            project.close()

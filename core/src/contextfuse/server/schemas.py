@@ -1,0 +1,49 @@
+"""Request bodies of the HTTP API (pydantic: validated, documented in the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from contextfuse.server.settings import PROJECT_NAME_PATTERN
+
+__all__ = ["MAX_BUDGET", "MAX_QUERY_CHARS", "AssembleRequest"]
+
+MAX_QUERY_CHARS = 100_000
+MAX_BUDGET = 2_000_000
+
+StrategyName = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+class AssembleRequest(BaseModel):
+    """Assemble context for a query from one of the served projects."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    project: str = Field(
+        pattern=PROJECT_NAME_PATTERN, description="A project the server was started with."
+    )
+    budget: int = Field(default=8000, ge=1, le=MAX_BUDGET, description="Maximum tokens.")
+    reserved: int = Field(default=0, ge=0, description="Tokens of the budget kept free.")
+    strategies: list[StrategyName] | None = Field(
+        default=None, max_length=32, description="Run these strategies; default: the enabled."
+    )
+    plan_id: str | None = Field(default=None, min_length=1, max_length=256)
+    explain: bool = False
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query must contain more than whitespace")
+        return value
+
+    @field_validator("reserved")
+    @classmethod
+    def _reserve_below_budget(cls, value: int, info: ValidationInfo) -> int:
+        budget = info.data.get("budget")
+        if budget is not None and value >= budget:
+            raise ValueError(f"reserved ({value}) must be less than budget ({budget})")
+        return value

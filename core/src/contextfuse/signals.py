@@ -1,0 +1,145 @@
+"""What a request and a node's place in the repository say about relevance.
+
+A toolkit for strategy authors, not a strategy: reciprocal rank fusion of ranked lists, the
+request's intent (does it ask about tests or documentation?) and the prior that follows from
+it, so that implementation code ranks above its tests and above prose unless the request
+asks for those.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from contextfuse.backends import Node, NodeStore
+from contextfuse.models import ContextFragment
+
+__all__ = [
+    "RRF_K",
+    "RequestIntent",
+    "annotate_signals",
+    "is_test_path",
+    "node_prior",
+    "reciprocal_rank_fusion",
+    "weigh_by_prior",
+]
+
+#: The usual RRF constant: a list's first items count, but not overwhelmingly.
+RRF_K = 60
+
+_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "testdata"})
+_TEST_NAME = re.compile(
+    r"^(?:test_.*|.*_tests?\.\w+|.*[._-](?:test|spec)\.\w+|conftest\.py|.*Tests?\.(?:java|kt|cs))$"
+)
+_ASKS_TESTS = re.compile(
+    r"\b(?:(?:write|writing|add|adds|adding|extend|improve)\s+"
+    r"(?:a\s+|the\s+|some\s+|more\s+)?(?:unit\s+|regression\s+|integration\s+)?tests?\b"
+    r"|test\s+coverage\b|how\s+(?:is|are)\s+[\w\s]{1,40}?\s+tested\b|where\s+are\s+the\s+tests)",
+    re.IGNORECASE,
+)
+_ASKS_DOCS = re.compile(
+    r"\b(?:documentation|docs|documented|readme|tutorial|changelog|docstrings?|user\s+guide)\b",
+    re.IGNORECASE,
+)
+_PROSE = frozenset({"documentation", "text"})
+
+
+def is_test_path(path: str) -> bool:
+    """True when ``path`` (repository-relative, ``/``-separated) looks like test code."""
+    parts = path.split("/")
+    if any(part.lower() in _TEST_DIRS for part in parts[:-1]):
+        return True
+    return bool(_TEST_NAME.match(parts[-1]))
+
+
+@attrs.frozen
+class RequestIntent:
+    """What kind of material a request asks for, beyond implementation code."""
+
+    wants_tests: bool = False
+    wants_docs: bool = False
+
+    @classmethod
+    def of(cls, query: str) -> RequestIntent:
+        """Read the intent from a request's text."""
+        return cls(bool(_ASKS_TESTS.search(query)), bool(_ASKS_DOCS.search(query)))
+
+
+#: Multipliers of a node's score by what it is, when the request does not ask for it.
+TEST_PRIOR = 0.4
+PROSE_PRIOR = 0.35
+CONFIG_PRIOR = 0.6
+
+
+def node_prior(node: Node, intent: RequestIntent) -> float:
+    """Multiplier of a node's relevance: 1 for implementation code, less for tests and prose."""
+    if is_test_path(node.path):
+        return 1.0 if intent.wants_tests else TEST_PRIOR
+    if node.resource_type in _PROSE:
+        return 1.0 if intent.wants_docs else PROSE_PRIOR
+    if node.resource_type == "config":
+        return CONFIG_PRIOR
+    return 1.0
+
+
+#: Node kinds that are not repository content; strategies of their own serve them.
+_NOT_CONTENT = frozenset({"commit", "plan", "decision"})
+
+
+def weigh_by_prior(scores: Mapping[str, float], query: str, store: NodeStore) -> dict[str, float]:
+    """``scores`` times each node's :func:`node_prior` for ``query``; unknown URIs dropped."""
+    intent = RequestIntent.of(query)
+    nodes = store.get_nodes(list(scores))
+    return {
+        uri: score * node_prior(nodes[uri], intent)
+        for uri, score in scores.items()
+        if uri in nodes and nodes[uri].kind not in _NOT_CONTENT
+    }
+
+
+def reciprocal_rank_fusion(
+    rankings: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float] | None = None,
+    k: int = RRF_K,
+) -> dict[str, float]:
+    """Fuse ranked lists of URIs: ``sum(weight / (k + rank))`` over the lists holding a URI.
+
+    A URI found by several lists gains from each, so agreement counts as evidence; ranks
+    (not raw scores) are fused, so lists on different scales combine fairly.
+    """
+    fused: dict[str, float] = {}
+    for name, ranking in rankings.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
+        if weight <= 0:
+            continue
+        for rank, uri in enumerate(ranking, start=1):
+            fused[uri] = fused.get(uri, 0.0) + weight / (k + rank)
+    return fused
+
+
+def annotate_signals(
+    fragments: Sequence[ContextFragment], rankings: Mapping[str, Sequence[str]]
+) -> list[ContextFragment]:
+    """The fragments with ``metadata["signals"]``: the rank each list gave the fragment's node.
+
+    ``signals`` reads like ``text #3, vector #12, graph #40``, so ``--explain`` can say why
+    a node was chosen.
+    """
+    positions = {
+        name: {uri: rank for rank, uri in enumerate(ranking, start=1)}
+        for name, ranking in rankings.items()
+    }
+    annotated: list[ContextFragment] = []
+    for fragment in fragments:
+        found = [
+            f"{name} #{ranks[fragment.uko_node]}"
+            for name, ranks in positions.items()
+            if fragment.uko_node in ranks
+        ]
+        if found:
+            metadata = {**fragment.metadata, "signals": ", ".join(found)}
+            fragment = fragment.model_copy(update={"metadata": metadata})
+        annotated.append(fragment)
+    return annotated

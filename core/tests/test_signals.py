@@ -1,0 +1,96 @@
+"""The signals toolkit: rank fusion, test and prose detection, the request's intent."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfuse import ContextFragment, FragmentProvenance
+from contextfuse.backends import Node
+from contextfuse.signals import (
+    PROSE_PRIOR,
+    TEST_PRIOR,
+    RequestIntent,
+    annotate_signals,
+    is_test_path,
+    node_prior,
+    reciprocal_rank_fusion,
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests/test_api.py",
+        "pkg/tests/helpers.py",
+        "testing/conftest.py",
+        "src/test_client.py",
+        "client_test.go",
+        "src/__tests__/router.ts",
+        "src/router.test.ts",
+        "lib/router.spec.js",
+        "src/test/java/FooTest.java",
+    ],
+)
+def test_test_code_is_recognised_by_its_path(path: str) -> None:
+    assert is_test_path(path)
+
+
+@pytest.mark.parametrize(
+    "path", ["src/_pytest/python.py", "contest/scores.py", "latest.py", "attestation/sign.go"]
+)
+def test_implementation_code_is_not_taken_for_tests(path: str) -> None:
+    assert not is_test_path(path)
+
+
+def _node(path: str, resource_type: str = "code") -> Node:
+    return Node(f"project://p/{path}", path, "file", path, resource_type=resource_type)
+
+
+def test_tests_rank_below_implementation_unless_the_request_asks_for_tests() -> None:
+    plain, asking = (
+        RequestIntent.of("how are redirects followed"),
+        RequestIntent.of("add unit tests for the redirect handling"),
+    )
+    assert node_prior(_node("tests/test_redirects.py"), plain) == TEST_PRIOR
+    assert node_prior(_node("tests/test_redirects.py"), asking) == 1.0
+    assert node_prior(_node("client/redirects.py"), plain) == 1.0
+
+
+def test_prose_ranks_below_code_unless_the_request_asks_for_documentation() -> None:
+    guide = _node("docs/guide.md", "documentation")
+    assert node_prior(guide, RequestIntent.of("how does login work")) == PROSE_PRIOR
+    assert node_prior(guide, RequestIntent.of("where is login documented")) == 1.0
+
+
+def test_rank_fusion_counts_agreement_between_lists() -> None:
+    fused = reciprocal_rank_fusion({"text": ["a", "b"], "vector": ["b", "c"]})
+    assert max(fused, key=fused.__getitem__) == "b"
+
+
+def test_rank_fusion_weighs_each_list() -> None:
+    fused = reciprocal_rank_fusion({"text": ["a"], "mentions": ["b"]}, {"mentions": 2.0})
+    assert fused["b"] == pytest.approx(2 * fused["a"])
+
+
+def test_a_list_with_weight_zero_is_left_out() -> None:
+    assert reciprocal_rank_fusion({"text": ["a"]}, {"text": 0.0}) == {}
+
+
+def test_fragments_are_annotated_with_the_rank_each_signal_gave_them() -> None:
+    fragment = ContextFragment(
+        uko_node="project://p/a.py#f",
+        content="def f(): ...",
+        token_count=4,
+        provenance=FragmentProvenance(resource_uri="project://p/a.py"),
+    )
+    (annotated,) = annotate_signals(
+        [fragment], {"text": ["project://p/b.py", "project://p/a.py#f"], "graph": []}
+    )
+    assert annotated.metadata["signals"] == "text #2"
+
+
+@pytest.mark.parametrize(
+    "query", ["a failing test shows the bug", "here is a minimal test case", "the test_foo fails"]
+)
+def test_a_bug_report_that_mentions_a_test_does_not_ask_for_tests(query: str) -> None:
+    assert not RequestIntent.of(query).wants_tests

@@ -1,0 +1,194 @@
+"""The arce strategy: every retrieval signal fused by rank, then expanded through the graph.
+
+Text (BM25), vector (embeddings) and exact mentions each rank the knowledge base's nodes;
+reciprocal rank fusion combines the ranks while they still exist, so agreement between
+signals counts and no signal's score scale dominates. The best fused nodes seed a
+personalized PageRank over the code graph (calls, references, inheritance, imports,
+containment) and, when the repository has history, the files changed together with the best
+files; both join the fusion as further ranked lists. A prior by kind of node keeps
+implementation code above its tests and above prose unless the request asks for those.
+The selection toolkit then spends the whole budget: the best code at full source, a map of
+the next files at outline depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from contextfuse import (
+    BackendSet,
+    ContextBudget,
+    ContextFragment,
+    ContextRequest,
+    PlanContext,
+    StrategyCapabilities,
+)
+from contextfuse.selection import NodeScoringStrategy, SelectionPolicy, select_fragments
+from contextfuse.signals import (
+    annotate_signals,
+    reciprocal_rank_fusion,
+    weigh_by_prior,
+)
+from contextfuse_semantic_embedding.strategy import shared_embedder
+from contextfuse_simple_keyword.query import mention_scores
+
+__all__ = ["ArceStrategy", "ArceWeights"]
+
+
+@attrs.frozen
+class ArceWeights:
+    """How much each ranked list counts in the fusion, and how deep each list goes.
+
+    :param text: BM25 over code-aware terms, every node.
+    :param files: BM25 over whole files (a file that matches as a whole, not by one part).
+    :param vector: cosine similarity of embeddings.
+    :param mentions: files and symbols the request names exactly.
+    :param focus: the request's focus nodes.
+    :param graph: personalized PageRank from the best fused nodes.
+    :param history: files changed together with the best files.
+    :param seeds: how many of the best fused nodes seed the graph walk.
+    :param hits: how deep the text and vector lists go.
+    """
+
+    text: float = 1.0
+    files: float = 1.0
+    vector: float = 1.0
+    mentions: float = 2.0
+    focus: float = 3.0
+    graph: float = 0.6
+    history: float = 0.3
+    seeds: int = 30
+    hits: int = 300
+
+
+_GRAPH_KINDS = ("calls", "references", "inherits", "imports", "contains")
+
+
+class ArceStrategy(NodeScoringStrategy):
+    """Text, vector, mention, graph and history signals fused by reciprocal rank."""
+
+    name = "arce"
+    capabilities = StrategyCapabilities(
+        uses_text=True,
+        uses_vector=True,
+        uses_graph=True,
+        resource_types=("code", "docs", "text"),
+        uko_levels=(0, 2, 4, 9),
+        quality_score=0.95,
+        supports_depth_breadth=True,
+    )
+    policy = SelectionPolicy(map_share=0.3)
+
+    def __init__(self, weights: ArceWeights | None = None, embedder: Any = None) -> None:
+        self.weights = weights or ArceWeights()
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            self._embedder = shared_embedder()
+        return self._embedder
+
+    def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
+        if not backends.has("nodes", "text", "graph"):
+            return 0.0
+        return 0.95 if request.query.strip() or request.focus_nodes else 0.0
+
+    def rankings(self, request: ContextRequest, backends: BackendSet) -> dict[str, list[str]]:
+        """The ranked lists (best first) of the request's signals, before graph expansion."""
+        w = self.weights
+        query = request.query
+        lists: dict[str, list[str]] = {}
+        if query.strip():
+            lists["text"] = [h.uri for h in backends.text.search(query, limit=w.hits)]
+            lists["files"] = [
+                h.uri for h in backends.text.search(query, limit=w.hits // 3, kinds=("file",))
+            ]
+            lists["vector"] = self._vector_hits(query, backends)
+            mentioned = mention_scores(query, backends.nodes)
+            lists["mentions"] = sorted(mentioned, key=lambda u: (-mentioned[u], u))
+        if request.focus_nodes:
+            lists["focus"] = list(request.focus_nodes)
+        return {name: ranking for name, ranking in lists.items() if ranking}
+
+    def _vector_hits(self, query: str, backends: BackendSet) -> list[str]:
+        vector = backends.vector
+        if vector is None:
+            return []
+        embedder = self.embedder
+        if embedder.name not in vector.models():
+            return []
+        hits = vector.search(embedder.name, embedder.embed([query])[0], limit=self.weights.hits)
+        return [h.uri for h in hits if h.score > 0]
+
+    def signals(
+        self, request: ContextRequest, backends: BackendSet
+    ) -> tuple[dict[str, float], dict[str, list[str]]]:
+        """Fused scores (URI -> score) and every ranked list that went into them."""
+        w = self.weights
+        weights = {
+            "text": w.text,
+            "files": w.files,
+            "vector": w.vector,
+            "mentions": w.mentions,
+            "focus": w.focus,
+            "graph": w.graph,
+            "history": w.history,
+        }
+        lists = self.rankings(request, backends)
+        fused = reciprocal_rank_fusion(lists, weights)
+        seeds = dict(sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[: w.seeds])
+        if seeds and backends.graph is not None:
+            walk = backends.graph.personalized_pagerank(seeds, limit=w.hits, kinds=_GRAPH_KINDS)
+            lists["graph"] = [h.uri for h in walk]
+        if seeds and backends.temporal is not None:
+            lists["history"] = self._co_changed(seeds, backends)
+        fused = reciprocal_rank_fusion({k: v for k, v in lists.items() if v}, weights)
+        return fused, lists
+
+    def _co_changed(self, seeds: Mapping[str, float], backends: BackendSet) -> list[str]:
+        project = backends.nodes.project
+        prefix = f"project://{project}/"
+        files: list[str] = []
+        for uri in seeds:
+            path = uri.split("#", 1)[0].removeprefix(prefix)
+            if path not in files:
+                files.append(path)
+        ranked: dict[str, int] = {}
+        for path in files[:5]:
+            for other, count in backends.temporal.co_changed(path, limit=10):
+                ranked[f"{prefix}{other}"] = ranked.get(f"{prefix}{other}", 0) + count
+        return sorted(ranked, key=lambda u: (-ranked[u], u))
+
+    def scores(self, request: ContextRequest, backends: BackendSet) -> dict[str, float]:
+        """Node URI -> fused score, weighed by the node's kind (code above tests and prose)."""
+        fused, _ = self.signals(request, backends)
+        return weigh_by_prior(fused, request.query, backends.nodes)
+
+    def assemble(
+        self,
+        request: ContextRequest,
+        backends: BackendSet,
+        budget: ContextBudget,
+        plan_context: PlanContext,
+    ) -> list[ContextFragment]:
+        fused, lists = self.signals(request, backends)
+        fragments = select_fragments(
+            weigh_by_prior(fused, request.query, backends.nodes),
+            backends,
+            budget.available_tokens,
+            strategy=self.name,
+            policy=self.policy,
+        )
+        return annotate_signals(fragments, lists)
+
+    def explain(self) -> str:
+        return (
+            "Text (BM25), vector (embeddings) and exact mentions fused by reciprocal rank, "
+            "expanded by personalized PageRank over the code graph and by files changed "
+            "together; implementation code above tests and prose unless asked; the best code "
+            "at full source, then a map of the next best files."
+        )

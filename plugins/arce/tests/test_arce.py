@@ -1,0 +1,145 @@
+"""The arce strategy on a repository the test creates and indexes for real."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse.kb import index, open_backends
+from contextfuse.plugins import make_plugin_manager
+from contextfuse.selection import HEADER_SYMBOL
+from contextfuse.testing import assert_strategy_conforms
+from contextfuse_arce import ArceStrategy
+
+FILES = {
+    "http/client.py": '''"""The HTTP client."""
+
+from http.redirects import resolve_location
+
+
+class Client:
+    """Sends requests and follows redirects."""
+
+    def send(self, request, follow=True):
+        response = self.transport(request)
+        hops = 0
+        while follow and response.status in (301, 302, 303, 307, 308):
+            hops += 1
+            if hops > self.max_hops:
+                raise TooManyRedirects(hops)
+            request = request.copy(url=resolve_location(request.url, response))
+            response = self.transport(request)
+        return response
+
+    def transport(self, request):
+        raise NotImplementedError
+
+
+class TooManyRedirects(Exception):
+    """Raised when a response keeps redirecting."""
+''',
+    "http/redirects.py": '''"""Where a redirect points."""
+
+
+def resolve_location(url, response):
+    """The absolute URL of the response's Location header, relative to ``url``."""
+    location = response.headers["location"]
+    if location.startswith("/"):
+        return url.origin + location
+    return location
+''',
+    "http/cookies.py": '''"""Cookie jars."""
+
+
+class CookieJar:
+    def set_cookie(self, name, value):
+        self.cookies[name] = value
+''',
+    "tests/test_redirects.py": '''"""Tests of redirect following."""
+
+from http.client import Client
+
+
+def test_client_follows_redirects():
+    client = Client()
+    assert client.send("redirect me") is not None
+
+
+def test_too_many_redirects_raise():
+    client = Client()
+    client.send("redirect loop")
+''',
+    "docs/redirects.md": "# Redirects\n\nThe client follows redirects up to a limit.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def backends(tmp_path_factory) -> BackendSet:
+    repo = tmp_path_factory.mktemp("web")
+    for rel, text in FILES.items():
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    pm = make_plugin_manager(autoload=False)
+    from contextfuse_semantic_embedding import plugin as semantic
+
+    pm.register_plugin(semantic, "semantic-embedding")
+    index(repo, pm=pm)
+    return open_backends(repo)
+
+
+def _assemble(backends: BackendSet, query: str, budget: int = 2000) -> list:
+    return ArceStrategy().assemble(
+        ContextRequest(query=query),
+        backends,
+        ContextBudget(max_tokens=budget, reserved_tokens=0),
+        PlanContext(),
+    )
+
+
+def test_arce_conforms_to_the_strategy_protocol(backends):
+    assert_strategy_conforms(ArceStrategy(), backends)
+
+
+def test_a_plain_question_finds_the_implementation_before_its_tests(backends):
+    fragments = _assemble(backends, "how does the client follow redirects")
+    full = [f.provenance.resource_uri for f in fragments if f.detail_depth == 9]
+    assert full[0].endswith("http/client.py")
+
+
+def test_tests_come_first_when_the_request_asks_for_tests(backends):
+    scores = ArceStrategy().scores(
+        ContextRequest(query="add unit tests for following redirects"), backends
+    )
+    best = max(scores, key=scores.__getitem__)
+    assert "tests/test_redirects.py" in best
+
+
+def test_graph_neighbours_of_the_best_hits_are_found(backends):
+    _, lists = ArceStrategy().signals(ContextRequest(query="TooManyRedirects"), backends)
+    assert any(uri.endswith("#Client.send") for uri in lists["graph"])
+
+
+def test_each_fragment_says_which_signals_found_it_and_why_its_depth(backends):
+    fragments = _assemble(backends, "how does the client follow redirects")
+    assert all("signals" in f.metadata for f in fragments if HEADER_SYMBOL not in f.uko_node)
+    assert all(f.metadata["depth_reason"] for f in fragments)
+
+
+def test_the_budget_is_never_exceeded(backends):
+    for budget in (64, 300, 2000):
+        assert sum(f.token_count for f in _assemble(backends, "redirect", budget)) <= budget
+
+
+def test_without_vectors_arce_still_ranks_by_text_and_graph(backends):
+    no_vectors = backends.model_copy(update={"vector": None})
+    fragments = ArceStrategy().assemble(
+        ContextRequest(query="resolve_location"),
+        no_vectors,
+        ContextBudget(max_tokens=2000, reserved_tokens=0),
+        PlanContext(),
+    )
+    assert any(f.detail_depth == 9 and "def resolve_location" in f.content for f in fragments)
