@@ -51,9 +51,9 @@ class SelectionPolicy:
         symbol, since an edit often starts there.
     :param file_evidence_weight: how much a node's file's evidence (the sum of its best
         five node scores) counts against the node's own score when choosing code.
-    :param spend_target: below this share of the budget spent, the files with the most
-        evidence are shown whole in place of their parts (at large budgets the fragment cap,
-        not the budget, would otherwise end the selection).
+    :param spend_target: when the fragment cap is reached below this share of the budget
+        spent, the files with the most evidence are shown whole in place of their parts (at
+        large budgets the cap, not the budget, would otherwise end the selection).
     :param max_fragments: at most this many fragments in all (the registry's default
         ``max_fragments`` per strategy).
     """
@@ -306,7 +306,7 @@ def select_fragments(
     spend_on_code(available, policy.max_fragments)
     # Still unspent (the fragment cap binds at large budgets): the files with the most
     # evidence are shown whole in place of their parts, then what is left goes to code.
-    if used < available * policy.spend_target:
+    if used < available * policy.spend_target and len(chosen) >= policy.max_fragments:
         upgrade_to_whole_files(available)
         spend_on_code(available, policy.max_fragments)
 

@@ -33,7 +33,7 @@ from contextfuse.signals import (
     weigh_by_prior,
 )
 from contextfuse_semantic_embedding.strategy import shared_embedder
-from contextfuse_simple_keyword.query import mention_scores
+from contextfuse_simple_keyword.query import specific_mentions
 
 __all__ = ["ArceStrategy", "ArceWeights"]
 
@@ -108,7 +108,7 @@ class ArceStrategy(NodeScoringStrategy):
                 h.uri for h in backends.text.search(query, limit=w.hits // 3, kinds=("file",))
             ]
             lists["vector"] = self._vector_hits(query, backends)
-            mentioned = mention_scores(query, backends.nodes)
+            mentioned = specific_mentions(query, backends.nodes)
             lists["mentions"] = sorted(mentioned, key=lambda u: (-mentioned[u], u))
         if request.focus_nodes:
             lists["focus"] = list(request.focus_nodes)

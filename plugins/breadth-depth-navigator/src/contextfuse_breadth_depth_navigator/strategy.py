@@ -25,7 +25,7 @@ from contextfuse import (
 from contextfuse.selection import NodeScoringStrategy, SelectionPolicy, select_fragments
 from contextfuse.signals import annotate_signals, reciprocal_rank_fusion, weigh_by_prior
 from contextfuse_semantic_embedding.strategy import shared_embedder
-from contextfuse_simple_keyword.query import mention_scores
+from contextfuse_simple_keyword.query import specific_mentions
 
 __all__ = ["BreadthDepthNavigator", "NavigatorSettings"]
 
@@ -77,7 +77,7 @@ class BreadthDepthNavigator(NodeScoringStrategy):
         lists: dict[str, list[str]] = {}
         query = request.query
         if query.strip():
-            mentioned = mention_scores(query, backends.nodes)
+            mentioned = specific_mentions(query, backends.nodes)
             lists["mentions"] = sorted(mentioned, key=lambda u: (-mentioned[u], u))[:n]
             lists["text"] = [h.uri for h in backends.text.search(query, limit=n)]
             lists["vector"] = self._nearest(query, backends)

@@ -8,7 +8,14 @@ import attrs
 
 from contextfuse.backends import NodeStore
 
-__all__ = ["PATH_WEIGHT", "SYMBOL_WEIGHT", "Mentions", "extract_mentions", "mention_scores"]
+__all__ = [
+    "PATH_WEIGHT",
+    "SYMBOL_WEIGHT",
+    "Mentions",
+    "extract_mentions",
+    "mention_scores",
+    "specific_mentions",
+]
 
 #: How much an exact mention scores, relative to the best BM25 hit (which scores 1.0).
 PATH_WEIGHT = 1.5
@@ -124,3 +131,17 @@ def mention_scores(text: str, nodes: NodeStore) -> dict[str, float]:
         for node in found:
             scores[node.uri] = scores.get(node.uri, 0.0) + SYMBOL_WEIGHT / len(found) ** 0.5
     return scores
+
+
+#: A mention scoring below this names too many places to say where the request points
+#: (``__init__.py`` matches every package, ``run`` is defined everywhere).
+SPECIFIC = 0.5
+
+
+def specific_mentions(text: str, nodes: NodeStore) -> dict[str, float]:
+    """:func:`mention_scores` without the mentions that match many places.
+
+    For strategies that fuse mentions by rank: a rank says nothing of how weak a match is,
+    so weak matches must not enter the ranking at all.
+    """
+    return {uri: score for uri, score in mention_scores(text, nodes).items() if score >= SPECIFIC}
