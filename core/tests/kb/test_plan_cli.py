@@ -86,3 +86,11 @@ def test_show_of_an_unknown_id_is_a_clear_error(repo: Path) -> None:
 def test_the_plan_command_is_listed_in_help() -> None:
     result = CliRunner().invoke(cli, ["--help"])
     assert "plan" in result.output
+
+
+def test_the_decisions_of_a_closed_plan_are_cold(repo: Path) -> None:
+    done = plan(repo, "add", "Finished work")
+    plan(repo, "decide", done, "Use a queue")
+    plan(repo, "close", done)
+    data = json.loads(plan(repo, "show", done, "--format", "json"))
+    assert [d["tier"] for d in data["decisions"]] == ["cold"]

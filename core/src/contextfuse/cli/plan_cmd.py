@@ -176,12 +176,15 @@ def show(record_id: str, repo: Path, index_dir: Path | None, fmt: str) -> None:
     with _store(repo, index_dir) as store:
         context = store.get_plan(record_id)
         if context is not None:
+            plans = {p.id: p for p in context.plans}
             if fmt == "json":
                 emit_json(
                     {
                         "plan": dump(context.plans[0]),
                         "ancestors": [dump(p) for p in context.plans[1:]],
-                        "decisions": [dump(d) for d in context.decision_records],
+                        "decisions": [
+                            dump(d, plans.get(d.plan_id or "")) for d in context.decision_records
+                        ],
                     }
                 )
                 return

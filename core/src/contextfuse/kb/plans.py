@@ -581,10 +581,13 @@ def render(record: Plan | Decision, depth: int, titles: dict[str, str] | None = 
     return "\n".join(head) + (f"\n\n{body}" if body else "")
 
 
-def dump(record: Plan | Decision) -> dict[str, Any]:
-    """A JSON-ready dict of a plan or decision (the CLI's ``--format json``)."""
+def dump(record: Plan | Decision, plan: Plan | None = None) -> dict[str, Any]:
+    """A JSON-ready dict of a plan or decision (the CLI's ``--format json``).
+
+    ``plan`` is a decision's plan: a decision under a closed plan is cold.
+    """
     data: dict[str, Any] = json.loads(record.model_dump_json())
-    data["tier"] = record.tier if isinstance(record, Plan) else decision_tier(record, None)
+    data["tier"] = record.tier if isinstance(record, Plan) else decision_tier(record, plan)
     return data
 
 
