@@ -180,3 +180,24 @@ def test_the_store_satisfies_the_plan_store_protocol(store: SQLitePlanStore) -> 
     from contextfuse.backends import PlanStore
 
     assert isinstance(store, PlanStore)
+
+
+def test_a_locked_index_is_a_clear_error_and_writes_nothing(repo: Path) -> None:
+    import sqlite3
+
+    from contextfuse.kb.store import Database
+
+    store = open_plan_store(repo)
+    locker = sqlite3.connect(store.database.path, isolation_level=None)
+    try:
+        locker.execute("BEGIN IMMEDIATE")
+        impatient = Database(store.database.path)
+        impatient.connection().execute("PRAGMA busy_timeout = 50")
+        with pytest.raises(KnowledgeBaseError, match="try again"):
+            SQLitePlanStore(impatient, "shop-repo").add_plan("Blocked")
+        impatient.close()
+        locker.execute("ROLLBACK")
+        assert store.list_plans() == []
+    finally:
+        locker.close()
+        store.close()

@@ -404,8 +404,15 @@ class SQLitePlanStore:
     # ---- writes ------------------------------------------------------------------------------
 
     def _write(self) -> sqlite3.Connection:
+        """This thread's connection in a write transaction, the plan tables present."""
         conn = self._db.connection()
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:  # e.g. an index run held the lock too long
+            raise KnowledgeBaseError(
+                f"cannot write to the index {self._db.path} ({exc}); try again when the "
+                "running `contextfuse index` has finished"
+            ) from exc
         try:
             ensure_plan_schema(conn)
         except BaseException:
