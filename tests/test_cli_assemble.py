@@ -144,3 +144,15 @@ def test_project_context_set_writes_the_project_override(cli, repo):
 def test_project_context_set_rejects_an_unknown_strategy(cli, repo):
     done = cli("project", "context", "set", "--strategy", "ghost", "--repo", str(repo))
     assert done.returncode == 2 and "unknown strategy 'ghost'" in done.stderr
+
+
+def test_explain_shows_each_strategys_rank_and_their_agreement(cli, repo):
+    done = cli(
+        "assemble", "Server.start", "--repo", str(repo), "--explain", "--format", "json",
+        "--strategy", "simple-keyword", "--strategy", "arce",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    fragments = json.loads(done.stdout)["explanation"]["fragments"]
+    both = [f for f in fragments if len(f["ranks"]) == 2]
+    assert both and all(f["agreement"] == 1.0 for f in both)
+    assert all(rank >= 1 for f in fragments for rank in f["ranks"].values())

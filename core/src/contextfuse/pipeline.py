@@ -380,6 +380,7 @@ def _explain(
     seconds: float,
 ) -> dict[str, Any]:
     fallbacks = dict(fusion.fallbacks)
+    ranks = coordination.ranks()
     return {
         "allocations": [list(a) for a in coordination.allocations],
         "circuit_broken": list(coordination.circuit_broken),
@@ -395,6 +396,18 @@ def _explain(
                 "strategies": list(s.strategies),
                 "score": round(s.score, 6),
                 "components": {k: round(v, 6) for k, v in s.components.items()},
+                # The evidence the score is made of, in units a reader can check: each
+                # strategy's own rank of the node (1 = its best) and the share that agreed.
+                "ranks": {
+                    name: order[s.fragment.uko_node] + 1
+                    for name, order in ranks.items()
+                    if s.fragment.uko_node in order
+                },
+                "agreement": round(
+                    sum(s.fragment.uko_node in order for order in ranks.values())
+                    / max(1, len(ranks)),
+                    3,
+                ),
                 "depth": s.fragment.detail_depth,
                 "depth_reason": (
                     f"fell back from depth {fallbacks[s.fragment.uko_node][0]} to "

@@ -1,0 +1,32 @@
+"""What `pip install contextfuse` (the umbrella distribution) brings."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+from contextfuse.config import DEFAULT_ENABLED
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _umbrella_requirements() -> list[str]:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        return list(tomllib.load(handle)["project"]["dependencies"])
+
+
+def test_the_umbrella_brings_the_tree_sitter_languages() -> None:
+    core = next(r for r in _umbrella_requirements() if r.startswith("contextfuse-core"))
+    assert "treesitter" in core.split("[", 1)[1].split("]", 1)[0].split(",")
+
+
+def test_the_umbrella_brings_every_default_strategy_that_is_a_distribution() -> None:
+    names = {r.split("=", 1)[0].split("[", 1)[0] for r in _umbrella_requirements()}
+    for strategy in DEFAULT_ENABLED:
+        if (ROOT / "plugins" / strategy / "pyproject.toml").exists():
+            assert f"contextfuse-{strategy}" in names
