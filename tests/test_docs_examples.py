@@ -85,3 +85,20 @@ def test_the_repository_example_assembles_within_budget(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("True True")
+
+
+def test_the_plan_store_example_gives_the_chain_nearest_first(tmp_path):
+    (example,) = python_blocks(ROOT / "docs" / "concepts.md")
+    done = subprocess.run(
+        [sys.executable, "-c", example],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={"CONTEXTFUSE_PLUGIN_AUTOLOAD": "0", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "['Storage overhaul', 'Release 3.0']",
+        "['accepted', 'superseded']",
+    ]

@@ -20,6 +20,8 @@ _EXPORTS: dict[str, str] = {
     "ContextStrategyResult": "contextfuse.models",
     "DetailDepth": "contextfuse.models",
     "FragmentProvenance": "contextfuse.models",
+    "Decision": "contextfuse.models",
+    "Plan": "contextfuse.models",
     "PlanContext": "contextfuse.models",
     "StrategyCapabilities": "contextfuse.models",
     # backends
@@ -49,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     # knowledge base
     "index": "contextfuse.kb",
     "open_backends": "contextfuse.kb",
+    "open_plan_store": "contextfuse.kb",
     "IndexStats": "contextfuse.kb",
     "IndexSession": "contextfuse.kb",
     # errors
@@ -101,15 +104,17 @@ if TYPE_CHECKING:
         UnknownStrategyError,
     )
     from contextfuse.hookspecs import hookimpl
-    from contextfuse.kb import IndexSession, IndexStats, index, open_backends
+    from contextfuse.kb import IndexSession, IndexStats, index, open_backends, open_plan_store
     from contextfuse.models import (
         ContextBudget,
         ContextFragment,
         ContextPayload,
         ContextRequest,
         ContextStrategyResult,
+        Decision,
         DetailDepth,
         FragmentProvenance,
+        Plan,
         PlanContext,
         StrategyCapabilities,
     )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import attrs
 from pydantic import BaseModel, ConfigDict
 
-from contextfuse.models import ContextFragment, PlanContext
+from contextfuse.models import ContextFragment, Decision, Plan, PlanContext
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +28,7 @@ __all__ = [
     "BackendSet",
     "Commit",
     "Edge",
+    "FileChange",
     "FragmentBackend",
     "GraphBackend",
     "Node",
@@ -111,14 +112,33 @@ class Edge:
 
 
 @attrs.frozen(slots=True)
+class FileChange:
+    """What one commit did to one file: lines added and removed, symbols whose code changed.
+
+    ``symbols`` are the names git's hunk headers give (the enclosing function or class).
+    """
+
+    path: str
+    added: int = 0
+    removed: int = 0
+    symbols: tuple[str, ...] = ()
+
+
+@attrs.frozen(slots=True)
 class Commit:
-    """A commit of the repository's history."""
+    """A commit of the repository's history. ``changes`` is filled where it was asked for."""
 
     sha: str
     timestamp: int  # seconds since the epoch, UTC
     author: str
     message: str
     files: tuple[str, ...] = ()
+    changes: tuple[FileChange, ...] = ()
+
+    @property
+    def subject(self) -> str:
+        """The first line of the message."""
+        return self.message.split("\n", 1)[0]
 
 
 # ---- protocols --------------------------------------------------------------------------------
@@ -233,13 +253,42 @@ class TemporalBackend(Protocol):
         """Files changed together with ``path``, with how often, most often first."""
         ...
 
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """Commits whose message, paths or changed code match ``query``, best first.
+
+        Hit URIs are ``commit://<project>/<sha>``.
+        """
+        ...
+
+    def get_commits(self, shas: Sequence[str]) -> dict[str, Commit]:
+        """These commits with their files and changes (missing ones are left out)."""
+        ...
+
+    def current_path(self, path: str) -> str:
+        """Where ``path`` lives now, following the renames of the history (itself if none)."""
+        ...
+
 
 @runtime_checkable
 class PlanStore(Protocol):
-    """Plans and the decisions taken under them."""
+    """Plans and the decisions taken under them (URIs ``plan://`` and ``decision://``)."""
 
     def get_plan(self, plan_id: str) -> PlanContext | None:
-        """The plan with this id, or None."""
+        """The plan with its ancestors and their decisions, nearest first; None if unknown."""
+        ...
+
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """Plans and decisions whose title or body match ``query``, best first."""
+        ...
+
+    def get_records(self, uris: Sequence[str]) -> dict[str, Plan | Decision]:
+        """The plans and decisions with these URIs (missing ones are left out)."""
+        ...
+
+    def get_renderings(
+        self, uris: Sequence[str], depths: Sequence[int] | None = None
+    ) -> dict[str, dict[int, Rendering]]:
+        """``{uri: {depth: rendering}}`` of plans and decisions (depths 9, 4, 0)."""
         ...
 
 

@@ -31,9 +31,13 @@ __all__ = [
     "ContextPayload",
     "ContextRequest",
     "ContextStrategyResult",
+    "Decision",
+    "DecisionStatus",
     "DetailDepth",
     "FragmentProvenance",
+    "Plan",
     "PlanContext",
+    "PlanStatus",
     "StrategyCapabilities",
     "Tier",
     "new_ulid",
@@ -45,6 +49,8 @@ MAX_METADATA_ENTRIES = 64
 MAX_DEPTH = 9
 
 Tier = Literal["hot", "warm", "cold"]
+PlanStatus = Literal["active", "done", "abandoned"]
+DecisionStatus = Literal["proposed", "accepted", "rejected", "deprecated", "superseded"]
 
 
 class DetailDepth:
@@ -201,13 +207,87 @@ class ContextRequest(_Frozen):
         return cls.model_validate(known)
 
 
+class Plan(_Frozen):
+    """A plan: what an agent (or a team) set out to do, under an optional parent plan.
+
+    ``uri`` is ``plan://<project>/<id>``. An active plan is warm context; a closed one
+    (done, abandoned) is cold.
+    """
+
+    id: str
+    uri: str
+    title: str = Field(min_length=1, max_length=500)
+    body: str = Field(default="", max_length=MAX_CONTENT_CHARS)
+    parent_id: str | None = None
+    status: PlanStatus = "active"
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        return _check_ulid(value)
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return _check_utc(value)
+
+    @property
+    def tier(self) -> Tier:
+        """``warm`` while active, ``cold`` once closed."""
+        return "warm" if self.status == "active" else "cold"
+
+
+class Decision(_Frozen):
+    """A decision taken under a plan, or recorded in the repository (an ADR: no plan).
+
+    ``uri`` is ``decision://<project>/<id>``; ``supersedes`` and ``superseded_by`` hold
+    decision ids; ``source`` is the ADR file a decision was imported from ("" otherwise).
+    """
+
+    id: str
+    uri: str
+    title: str = Field(min_length=1, max_length=500)
+    body: str = Field(default="", max_length=MAX_CONTENT_CHARS)
+    plan_id: str | None = None
+    status: DecisionStatus = "accepted"
+    supersedes: tuple[str, ...] = ()
+    superseded_by: tuple[str, ...] = ()
+    source: str = ""
+    created_at: datetime = Field(default_factory=utc_now)
+    updated_at: datetime = Field(default_factory=utc_now)
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str) -> str:
+        return _check_ulid(value)
+
+    @field_validator("created_at", "updated_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return _check_utc(value)
+
+    @property
+    def in_force(self) -> bool:
+        """True for a proposed or accepted decision that nothing superseded."""
+        return self.status in ("proposed", "accepted") and not self.superseded_by
+
+
 class PlanContext(_Frozen):
-    """The plan a request belongs to: its goal, its ancestors and the decisions taken."""
+    """The plan a request belongs to: its goal, its ancestors and the decisions taken.
+
+    ``plans`` is the plan itself then its ancestors, nearest first (``parent_plan_ids`` are
+    the ancestors' ids in that order); ``decision_records`` are the decisions of those
+    plans in the same order, newest first within a plan (``decisions`` are their ids).
+    """
 
     plan_id: str = ""
     goal: str = ""
     parent_plan_ids: tuple[str, ...] = ()
     decisions: tuple[str, ...] = ()
+    plans: tuple[Plan, ...] = ()
+    decision_records: tuple[Decision, ...] = ()
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod

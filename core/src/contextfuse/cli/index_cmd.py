@@ -74,6 +74,10 @@ def _summary(stats: IndexStats) -> str:
         lines.append(f"  history   {stats.commits:,} commits (+{stats.commits_added:,})")
     else:
         lines.append("  history   none (no git)")
+    if stats.decisions_imported:
+        lines.append(
+            f"  decisions {stats.decisions_imported:,} ADR file(s) imported, updated or removed"
+        )
     if stats.skipped:
         total = sum(stats.skipped.values())
         reasons = "; ".join(f"{reason} {count:,}" for reason, count in stats.skipped.items())

@@ -28,6 +28,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "compact": ("contextfuse.cli.compact_cmd", "compact", "Compact an agent transcript (stdin)."),
     "serve": ("contextfuse.cli.serve_cmd", "serve", "Serve the HTTP API over named projects."),
     "mcp": ("contextfuse.cli.mcp_cmd", "mcp", "Serve tools and resources over MCP (stdio)."),
+    "plan": ("contextfuse.cli.plan_cmd", "plan", "Plans and decisions: add, decide, close, show."),
 }
 
 

@@ -12,14 +12,28 @@ from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE, git_toplevel
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend
-from contextfuse.kb.indexer import DEFAULT_INDEX_DIR, IndexStats, ProgressCallback, build_index
+from contextfuse.kb.indexer import (
+    DEFAULT_INDEX_DIR,
+    IndexStats,
+    ProgressCallback,
+    build_index,
+    prepare_index_dir,
+)
 from contextfuse.kb.nodes import SQLiteNodeStore
+from contextfuse.kb.plans import SQLitePlanStore, ensure_plan_schema, has_plan_schema
 from contextfuse.kb.store import DB_NAME, Database
 from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.vector import SQLiteVectorBackend
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
-__all__ = ["index", "index_exists", "index_path", "open_backends", "resolve_root"]
+__all__ = [
+    "index",
+    "index_exists",
+    "index_path",
+    "open_backends",
+    "open_plan_store",
+    "resolve_root",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -103,7 +117,8 @@ def open_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) ->
     """The backends of an existing index, for strategies to query.
 
     ``temporal`` is None when the repository has no git history and ``vector`` is None when
-    no vectors are stored. Close with ``backends.nodes.close()``.
+    no vectors are stored; ``plans`` is the plan and decision store (None only for an index
+    built before it existed, until the next index run). Close with ``backends.nodes.close()``.
 
     :raises KnowledgeBaseError: there is no index, or its file is corrupt, foreign or was
         built by an incompatible version (the message says how to rebuild it).
@@ -125,15 +140,50 @@ def open_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) ->
                 f"{db_path} holds no index yet; build it with `contextfuse index {root}`"
             )
         has_vectors = bool(db.read("SELECT 1 FROM vectors LIMIT 1"))
+        has_plans = has_plan_schema(db)
     except BaseException:
         db.close()
         raise
     project = meta.get("project", root.name)
+    tokenizer = default_tokenizer()
     return BackendSet(
         nodes=SQLiteNodeStore(db, project),
         text=SQLiteTextBackend(db),
         vector=SQLiteVectorBackend(db) if has_vectors else None,
         graph=SQLiteGraphBackend(db),
         temporal=SQLiteTemporalBackend(db, project) if meta.get("git") == "1" else None,
-        tokenizer=default_tokenizer(),
+        plans=SQLitePlanStore(db, project, tokenizer) if has_plans else None,
+        tokenizer=tokenizer,
     )
+
+
+def open_plan_store(
+    path: PathLike = ".", *, index_dir: PathLike | None = None, tokenizer: Tokenizer | None = None
+) -> SQLitePlanStore:
+    """The plan and decision store of a repository, for reading and writing.
+
+    It lives in the index file, which is created (empty) when the repository has no index
+    yet; indexing later fills in the rest and keeps the plans. Close with ``store.close()``.
+
+    :raises KnowledgeBaseError: the index file is foreign or corrupt, or its plan tables were
+        written by a newer contextfuse.
+    """
+    root = resolve_root(path)
+    db_path = index_path(root, index_dir)
+    prepare_index_dir(db_path.parent, root)
+    db = Database(db_path)
+    try:
+        db.check(create=True)
+        conn = db.connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            ensure_plan_schema(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        meta = dict(db.read("SELECT key, value FROM meta"))
+    except BaseException:
+        db.close()
+        raise
+    return SQLitePlanStore(db, meta.get("project", root.name), tokenizer)

@@ -30,11 +30,13 @@ import attrs
 from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import files as discovery
+from contextfuse.kb.adr import ADR_FOLDERS, import_adrs
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend, update_history
 from contextfuse.kb.nodes import SQLiteNodeStore, source_lines
 from contextfuse.kb.parse import TREE_SITTER_LANGUAGES, detect, planned_parser
 from contextfuse.kb.parse_treesitter import missing_reason
+from contextfuse.kb.plans import SQLitePlanStore, ensure_plan_schema
 from contextfuse.kb.process import (
     Outcome,
     Todo,
@@ -56,6 +58,7 @@ __all__ = [
     "IndexStats",
     "ProgressCallback",
     "build_index",
+    "prepare_index_dir",
 ]
 
 DEFAULT_INDEX_DIR = ".contextfuse"
@@ -96,6 +99,7 @@ class IndexStats:
     languages: dict[str, int] = attrs.field(factory=dict)
     commits: int = 0
     commits_added: int = 0
+    decisions_imported: int = 0  # ADR files imported, updated or removed in this run
     contributors: dict[str, str] = attrs.field(factory=dict)  # name -> "ok" or the error
     notes: list[str] = attrs.field(factory=list)
     rebuilt: bool = False
@@ -197,7 +201,7 @@ def build_index(
     if not root.is_dir():
         raise KnowledgeBaseError(f"{root} is not a directory")
     index_dir = (index_dir or root / DEFAULT_INDEX_DIR).resolve()
-    _prepare_dir(index_dir, root)
+    prepare_index_dir(index_dir, root)
     tokenizer = tokenizer or default_tokenizer()
     with _exclusive(index_dir / "index.lock"):
         db = _open_for_write(index_dir / DB_NAME, rebuild)
@@ -214,7 +218,8 @@ def build_index(
     return stats
 
 
-def _prepare_dir(index_dir: Path, root: Path) -> None:
+def prepare_index_dir(index_dir: Path, root: Path) -> None:
+    """Create the index directory; inside the repository, with a ``.gitignore`` of ``*``."""
     try:
         index_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -328,6 +333,8 @@ class _Run:
             history = update_history(conn, self.root, meta.get("head") or None)
             self.progress("Reading history", 1, 1)
             stats.commits_added = history.added
+            ensure_plan_schema(conn)
+            stats.decisions_imported = import_adrs(conn, self.adr_files())
             writer.set_meta(
                 {
                     "project": self.project,
@@ -350,6 +357,13 @@ class _Run:
                 raise self.db.error(exc) from exc
             raise
         return stats
+
+    def adr_files(self) -> dict[str, str]:
+        """``{path: sha256}`` of the indexed files under an ADR folder."""
+        clauses = " OR ".join("path LIKE ?" for _ in ADR_FOLDERS)
+        patterns = [f"%{folder}%" for folder in ADR_FOLDERS]
+        rows = self.conn.execute(f"SELECT path, sha256 FROM files WHERE {clauses}", patterns)
+        return {str(path): str(sha) for path, sha in rows}
 
     def update_files(self, found: discovery.Discovery, stats: IndexStats, full: bool) -> None:
         """Write new and changed files, delete removed ones; unchanged files are not read."""
@@ -535,6 +549,7 @@ class _Run:
             vector=SQLiteVectorBackend(self.db),
             graph=SQLiteGraphBackend(self.db),
             temporal=SQLiteTemporalBackend(self.db, self.project) if git else None,
+            plans=SQLitePlanStore(self.db, self.project, self.tokenizer),
             tokenizer=self.tokenizer,
         )
 

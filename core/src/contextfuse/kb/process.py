@@ -79,8 +79,11 @@ def process_file(
         [(d.kind, d.name, d.qualname, d.own_text) for d in drafts],
     )
     facts = extract_facts(parsed, drafts)
+    counts = count_renderings(tokenizer, lines, drafts) if tokenizer else None
     for draft in drafts:
         draft.own_text = ""  # no longer needed: do not carry it across processes
+        if counts is not None:
+            draft.drop_source_texts()  # counted: the index slices them from the content
     return FileRecord(
         path=candidate.path,
         size=candidate.size,
@@ -95,7 +98,7 @@ def process_file(
         note=parsed.note,
         drafts=drafts,
         search=search,
-        token_counts=count_renderings(tokenizer, lines, drafts) if tokenizer else None,
+        token_counts=counts,
     )
 
 

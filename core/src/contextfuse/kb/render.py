@@ -39,6 +39,24 @@ class NodeDraft:
     content_hash: str
     texts: tuple[str, str, str, str]  # depths 9, 4, 2, 0
     own_text: str  # the node's lines without its children's: what search and links read
+    #: Depths whose text is the node's source lines, once :meth:`drop_source_texts` ran.
+    source_depths: frozenset[int] = frozenset()
+
+    def drop_source_texts(self) -> None:
+        """Forget the texts that are the node's own source lines (after counting tokens).
+
+        The index stores those as NULL and slices them from the file's content, so a worker
+        process need not send them back: they are most of what it would send.
+        """
+        full, signatures, outline, listing = self.texts
+        source = {9} | {d for d, t in ((4, signatures), (2, outline), (0, listing)) if t == full}
+        self.source_depths = frozenset(source)
+        self.texts = (
+            "",
+            "" if 4 in source else signatures,
+            "" if 2 in source else outline,
+            "" if 0 in source else listing,
+        )
 
 
 def render_file(project: str, path: str, lines: list[str], parsed: ParsedFile) -> list[NodeDraft]:

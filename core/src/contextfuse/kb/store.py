@@ -23,6 +23,7 @@ from contextfuse.errors import KnowledgeBaseError
 __all__ = [
     "APPLICATION_ID",
     "DB_NAME",
+    "KEPT_PREFIX",
     "SCHEMA_VERSION",
     "Database",
     "create_schema",
@@ -33,8 +34,11 @@ __all__ = [
 APPLICATION_ID = 0x43465553  # "CFUS"
 #: Bump on any change to the tables or to what full-text search indexes (``terms``, ``render``):
 #: deletions from the contentless FTS table replay the indexed text.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "index.db"
+#: Tables whose name starts with this belong to the plan store, which has its own schema
+#: version (``kb/plans.py``); a rebuild of the index keeps them.
+KEPT_PREFIX = "plan_"
 _BUSY_TIMEOUT_MS = 30_000
 
 _SCHEMA = """
@@ -115,12 +119,28 @@ CREATE TABLE commits (
     message TEXT NOT NULL
 );
 CREATE INDEX commits_time ON commits(timestamp);
+-- added, removed: lines. symbols: the names of the hunk headers, space-separated.
 CREATE TABLE commit_files (
     commit_id INTEGER NOT NULL,
-    path TEXT NOT NULL
+    path TEXT NOT NULL,
+    added INTEGER NOT NULL DEFAULT 0,
+    removed INTEGER NOT NULL DEFAULT 0,
+    symbols TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX commit_files_path ON commit_files(path);
 CREATE INDEX commit_files_commit ON commit_files(commit_id);
+-- Contentless, rowid = commits.id: message, paths touched, identifiers of the changed lines.
+CREATE VIRTUAL TABLE commit_fts USING fts5(
+    message, paths, diff,
+    content='', tokenize="unicode61 tokenchars '_'"
+);
+CREATE VIRTUAL TABLE commit_vocab USING fts5vocab(commit_fts, 'row');
+CREATE TABLE renames (
+    commit_id INTEGER NOT NULL,
+    old TEXT NOT NULL,
+    new TEXT NOT NULL
+);
+CREATE INDEX renames_old ON renames(old);
 CREATE TABLE cochange (
     a TEXT NOT NULL,
     b TEXT NOT NULL,
@@ -256,19 +276,23 @@ def create_schema(conn: sqlite3.Connection) -> None:
 
 
 def reset_schema(conn: sqlite3.Connection) -> None:
-    """Drop every table and create the current schema, inside the caller's transaction.
+    """Drop every derived table and create the current schema, in the caller's transaction.
 
     Used for ``--rebuild`` and for an index of an older schema: readers keep seeing the
-    old index until the rebuild commits.
+    old index until the rebuild commits. The plan store's tables (``KEPT_PREFIX``) hold
+    what users wrote, not what the repository holds, so they are kept.
     """
-    # The vocabulary reads ``fts``, and dropping ``fts`` drops its shadow tables.
+    # The vocabulary reads ``fts``, and dropping an FTS table drops its shadow tables.
     conn.execute("DROP TABLE IF EXISTS fts_vocab")
     conn.execute("DROP TABLE IF EXISTS fts")
+    conn.execute("DROP TABLE IF EXISTS commit_vocab")
+    conn.execute("DROP TABLE IF EXISTS commit_fts")
     tables = conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
     ).fetchall()
     for (name,) in tables:
-        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+        if not name.startswith(KEPT_PREFIX):
+            conn.execute(f'DROP TABLE IF EXISTS "{name}"')
     create_schema(conn)
 
 

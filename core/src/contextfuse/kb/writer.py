@@ -204,9 +204,13 @@ class IndexWriter:
                     )
                 )
                 full = draft.texts[0]
+                sliced = draft.source_depths
                 for depth, text in zip(DEPTHS, draft.texts, strict=True):
                     # NULL: the node's lines of the file (depth 9, or a depth equal to it).
-                    stored = None if depth == 9 or text == full else text
+                    if sliced:
+                        stored = None if depth in sliced else text
+                    else:
+                        stored = None if depth == 9 or text == full else text
                     rendering_rows.append(
                         (node_id, depth, stored, next(counts), draft.line_start, draft.line_end)
                     )
