@@ -162,6 +162,20 @@ class IndexSession:
                     content = source_lines(lines, kind, first, end)
                 yield uri, digest, content
 
+    def count_without_vectors(self, model: str, kinds: Sequence[str] | None = None) -> int:
+        """How many current nodes (of ``kinds``) have no vector of ``model`` for their content.
+
+        One query: a contributor whose vectors are complete can return without reading every
+        node's text (a no-change refresh then costs milliseconds, not a scan of the index).
+        """
+        kind_filter = f" AND n.kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+        rows = self._db.read(
+            "SELECT count(*) FROM nodes n LEFT JOIN vectors v ON v.model = ? "
+            f"AND v.content_hash = n.content_hash WHERE v.content_hash IS NULL{kind_filter}",
+            [model, *(kinds or ())],
+        )
+        return int(rows[0][0])
+
     def progress(self, description: str, done: int, total: int) -> None:
         """Report a contributor's progress (shown by the CLI's progress bar)."""
         if self._progress is not None:

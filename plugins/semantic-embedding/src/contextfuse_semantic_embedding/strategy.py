@@ -59,11 +59,13 @@ class SemanticIndexContributor:
     def contribute(self, session: Any) -> dict[str, int]:
         """Compute and store the missing vectors; returns how many were embedded."""
         vector = session.backends.vector
+        model = self.embedder.name
+        if not session.count_without_vectors(model, EMBEDDED_KINDS):
+            return {"embedded": 0}
         texts: dict[str, tuple[str, str]] = {
             uri: (digest, text)
             for uri, digest, text in session.iter_node_texts(depth=9, kinds=EMBEDDED_KINDS)
         }
-        model = self.embedder.name
         missing = vector.missing(model, {uri: digest for uri, (digest, _) in texts.items()})
         for start in range(0, len(missing), BATCH):
             batch = missing[start : start + BATCH]
