@@ -1,9 +1,14 @@
 """Turning a strategy's ranked nodes into fragments at the right depths, within a budget.
 
-A toolkit for strategy authors, not a strategy: given node scores, it spends part of the
-budget on full source of the best code nodes (what an agent needs to edit) and the rest on a
-map of the best files at outline depth (what it needs to find its way), never returning
-two fragments that show the same lines.
+A toolkit for strategy authors, not a strategy: given node scores, it spends the budget in
+passes. Full source of the best code nodes (what an agent needs to edit) up to the code share;
+a map of the next best files at outline depth (what it needs to find its way); code again
+with whatever the map left; and, when the fragment cap is reached with budget to spare, the
+files with the most evidence whole in place of their parts. No line is shown twice at full
+source; a class shown by its signatures may still have a method shown in full, and a mapped
+file may still have code shown. Each fragment says why it got its depth
+(``metadata["depth_reason"]``) and whether secrets were redacted from it
+(``metadata["redacted"]``).
 """
 
 from __future__ import annotations
