@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,13 @@ if TYPE_CHECKING:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the index lives (default: <repo>/.contextfuse).",
 )
+@click.option(
+    "--store",
+    default=None,
+    metavar="URL",
+    help="Index into this store: a backend provider's name or URL, e.g. postgresql://host/db "
+    "(default: the index file).",
+)
 @click.option("--rebuild", is_flag=True, help="Start from scratch (also replaces a bad index).")
 @click.option(
     "--format",
@@ -33,31 +40,54 @@ if TYPE_CHECKING:
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no text summary.")
 def index(
-    path: Path | None, index_dir: Path | None, rebuild: bool, output_format: str, quiet: bool
+    path: Path | None,
+    index_dir: Path | None,
+    store: str | None,
+    rebuild: bool,
+    output_format: str,
+    quiet: bool,
 ) -> None:
     """Build or refresh the index of PATH (default: the current repository).
 
     Unchanged files are not read again; a refresh without changes takes a moment.
     """
     from contextfuse.cli.progress import progress_bar
-    from contextfuse.errors import KnowledgeBaseError
+    from contextfuse.errors import ConfigError, KnowledgeBaseError
     from contextfuse.kb import index as build_index
 
     try:
         with progress_bar(enabled=not quiet and output_format == "text") as progress:
-            stats = build_index(
-                path if path is not None else ".",
-                index_dir=index_dir,
-                rebuild=rebuild,
-                progress=progress,
-            )
-    except KnowledgeBaseError as exc:
+            if store is None:
+                stats = build_index(
+                    path if path is not None else ".",
+                    index_dir=index_dir,
+                    rebuild=rebuild,
+                    progress=progress,
+                )
+            else:
+                stats = _index_into(store, path, index_dir, rebuild, progress)
+    except (KnowledgeBaseError, ConfigError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     if output_format == "json":
         click.echo(json.dumps(stats.to_dict(), indent=2))
     elif not quiet:
         click.echo(_summary(stats))
+
+
+def _index_into(
+    store: str, path: Path | None, index_dir: Path | None, rebuild: bool, progress: Any
+) -> IndexStats:
+    """Index through the backend provider that ``store`` names (``--store``)."""
+    from contextfuse.kb.api import resolve_root
+    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.stores import choose_provider, store_config
+
+    pm = make_plugin_manager(on_error="warn")
+    provider = choose_provider(pm, store)
+    root = resolve_root(path if path is not None else ".")
+    config = store_config(store, index_dir)
+    return provider.index(root, config, rebuild=rebuild, progress=progress, pm=pm)  # type: ignore[no-any-return]
 
 
 def _summary(stats: IndexStats) -> str:

@@ -427,7 +427,7 @@ def fill_totals(pool: Any, project: str, stats: IndexStats) -> None:
     """The totals of the stats, from the committed index."""
     with pool.connection() as conn:
         stats.files, stats.bytes = conn.execute(
-            "SELECT count(*), coalesce(sum(size), 0) FROM cf_files WHERE project = %s",
+            "SELECT count(*), coalesce(sum(size), 0)::bigint FROM cf_files WHERE project = %s",
             (project,),
         ).fetchone()
         secrets: Counter[str] = Counter()
@@ -446,7 +446,7 @@ def fill_totals(pool: Any, project: str, stats: IndexStats) -> None:
             "SELECT count(*) FROM cf_edges WHERE project = %s", (project,)
         ).fetchone()[0]
         stats.tokens = conn.execute(
-            "SELECT coalesce(sum(r.token_count), 0) FROM cf_nodes n JOIN cf_renderings r"
+            "SELECT coalesce(sum(r.token_count), 0)::bigint FROM cf_nodes n JOIN cf_renderings r"
             " ON r.node_id = n.id AND r.depth = 9 WHERE n.project = %s AND n.kind = 'file'",
             (project,),
         ).fetchone()[0]
