@@ -90,7 +90,9 @@ def make_shop(root: Path) -> Path:
     run_git(root, "init", "-q", "-b", "main")
     run_git(root, "add", "-A")
     run_git(root, "commit", "-q", "-m", "Initial commit")
-    write_files(root, {"shop/util.py": UTIL_PY + "\n\ndef titled(text):\n    return text.title()\n"})
+    write_files(
+        root, {"shop/util.py": UTIL_PY + "\n\ndef titled(text):\n    return text.title()\n"}
+    )
     write_files(root, {"shop/models.py": MODELS_PY + "\n\nDEFAULT_OWNER = 'nobody'\n"})
     run_git(root, "add", "-A")
     run_git(root, "commit", "-q", "-m", "Add titled helper")

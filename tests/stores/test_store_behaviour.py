@@ -126,9 +126,7 @@ def test_history_comes_newest_first_with_the_files_of_each_commit(indexed_shop: 
     commits = kb.temporal.commits()
     assert [c.message for c in commits] == ["Add titled helper", "Initial commit"]
     assert set(commits[0].files) == {"shop/models.py", "shop/util.py"}
-    assert [c.message for c in kb.temporal.commits(path=uri(kb, "README.md"))] == [
-        "Initial commit"
-    ]
+    assert [c.message for c in kb.temporal.commits(path=uri(kb, "README.md"))] == ["Initial commit"]
 
 
 def test_files_changed_together_are_counted(indexed_shop: Indexed) -> None:
@@ -204,9 +202,7 @@ def embed(text: str) -> np.ndarray:
     return np.frombuffer(digest[:32], dtype=np.uint8).astype(np.float32)[:8] + 1.0
 
 
-def test_vectors_written_at_index_time_are_searched_by_cosine(
-    store: Store, shop: Path
-) -> None:
+def test_vectors_written_at_index_time_are_searched_by_cosine(store: Store, shop: Path) -> None:
     stats = store.index(shop, contributors=[_HashEmbedder()])
     kb = store.open(shop)
     node = uri(kb, "shop/util.py#slugify")

@@ -29,7 +29,10 @@ def test_index_and_assemble_run_on_a_postgresql_store(postgres_url: str, shop: P
     assert json.loads(indexed.stdout)["files"] == 5
     assert assembled.returncode == 0, assembled.stderr
     uris = [f["uko_node"] for f in json.loads(assembled.stdout)["fragments"]]
-    assert any(u.startswith(f"project://{shop.name}/shop/util.py") for u in uris)
+    assert any(u.startswith(f"project://{shop.name}/shop/util.py") for u in uris), (
+        uris,
+        assembled.stderr,
+    )
     assert not (shop / ".contextfuse").exists()  # nothing was written next to the code
 
 

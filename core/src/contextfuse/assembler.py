@@ -128,7 +128,7 @@ class ContextAssembler:
         plan = None
         if request.plan_id and backends.plans is not None:
             plan = backends.plans.get_plan(request.plan_id)
-        return self.pipeline.run(
+        payload = self.pipeline.run(
             request,
             backends,
             budget,
@@ -137,6 +137,18 @@ class ContextAssembler:
             preamble=preamble,
             explain=explain,
         )
+        _promote(backends, payload)
+        return payload
+
+
+def _promote(backends: BackendSet, payload: ContextPayload) -> None:
+    """The files an assembly delivered move to the hot tier (see ``contextfuse.kb.tiers``)."""
+    from contextfuse.kb.tiers import file_paths, tier_store_of
+
+    tiers = tier_store_of(backends)
+    if tiers is not None and payload.fragments:
+        uris = (f.provenance.resource_uri for f in payload.fragments)
+        tiers.touch(file_paths(uris, backends.nodes.project))
 
 
 def assemble_context(

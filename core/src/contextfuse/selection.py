@@ -294,7 +294,7 @@ def _fragment(
     redacted = rendering.content.count("[REDACTED:")
     if redacted:
         # The agent should know the text was altered, and why.
-        metadata["redacted"] = redacted
+        metadata["redacted"] = str(redacted)
     return ContextFragment(
         uko_node=node.uri,
         content=rendering.content,

@@ -6,10 +6,10 @@ import logging
 from pathlib import Path
 
 import pytest
-
-from contextfuse.errors import KnowledgeBaseError
 from contextfuse_postgres import PostgresStoreProvider
 from contextfuse_postgres.connection import display_url, scrub
+
+from contextfuse.errors import KnowledgeBaseError
 
 SECRET = "Sup3r-s3cret-pw"
 

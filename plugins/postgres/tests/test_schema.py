@@ -6,7 +6,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from contextfuse_postgres import PostgresStoreProvider
 from contextfuse_postgres.schema import SCHEMA_VERSION, migrate, schema_version
 

@@ -7,15 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import psycopg
-
-from contextfuse.models import PlanContext
 from contextfuse_postgres import PostgresStoreProvider, open_postgres_backends
 from contextfuse_postgres.indexer import project_lock_key
 
+from contextfuse.models import PlanContext
 
-def test_indexers_of_one_project_take_turns_and_leave_one_copy(
-    server_url: str, repo: Path
-) -> None:
+
+def test_indexers_of_one_project_take_turns_and_leave_one_copy(server_url: str, repo: Path) -> None:
     errors: list[BaseException] = []
 
     def run() -> None:

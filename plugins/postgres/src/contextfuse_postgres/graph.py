@@ -15,7 +15,6 @@ import numpy as np
 
 from contextfuse.backends import Edge, SearchHit
 from contextfuse.kb.graph import EDGE_KINDS
-
 from contextfuse_postgres.nodes import Reader
 
 __all__ = ["PostgresGraphBackend"]
@@ -179,7 +178,5 @@ class PostgresGraphBackend:
         return {str(uri): int(node_id) for uri, node_id in rows}
 
     def _uris(self, ids: Sequence[int]) -> dict[int, str]:
-        rows = self._reader.read(
-            "SELECT id, uri FROM cf_nodes WHERE id = ANY(%s)", (list(ids),)
-        )
+        rows = self._reader.read("SELECT id, uri FROM cf_nodes WHERE id = ANY(%s)", (list(ids),))
         return {int(node_id): str(uri) for node_id, uri in rows}

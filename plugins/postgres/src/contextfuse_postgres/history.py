@@ -14,7 +14,6 @@ from typing import Any
 
 from contextfuse.backends import Commit
 from contextfuse.kb.history import MAX_COCHANGE_FILES, git_head
-
 from contextfuse_postgres.nodes import Reader
 
 __all__ = ["PostgresTemporalBackend", "update_history"]
@@ -25,8 +24,18 @@ _FORMAT = "--format=%x01%H%x00%ct%x00%an%x00%B%x00"
 def _git_log(root: Path, revisions: str) -> list[Commit]:
     try:
         done = subprocess.run(
-            ["git", "log", "--no-renames", "--name-only", "-z", "--relative", _FORMAT,
-             revisions, "--", "."],  # fmt: skip
+            [
+                "git",
+                "log",
+                "--no-renames",
+                "--name-only",
+                "-z",
+                "--relative",
+                _FORMAT,
+                revisions,
+                "--",
+                ".",
+            ],
             cwd=root,
             capture_output=True,
             check=False,
@@ -81,8 +90,14 @@ def update_history(conn: Any, project: str, root: Path, last_head: str | None) -
     ) as copy:
         for offset, commit in enumerate(reversed(commits), 1):  # oldest first: seq grows
             copy.write_row(
-                (project, commit.sha, start + offset, commit.timestamp, commit.author,
-                 commit.message)  # fmt: skip
+                (
+                    project,
+                    commit.sha,
+                    start + offset,
+                    commit.timestamp,
+                    commit.author,
+                    commit.message,
+                )
             )
     with cursor.copy("COPY cf_commit_files (project, sha, path) FROM STDIN") as copy:
         for commit in commits:
@@ -109,7 +124,7 @@ class PostgresTemporalBackend:
             rows = self._reader.read(
                 "SELECT c.sha, c.timestamp, c.author, c.message,"
                 " array(SELECT f.path FROM cf_commit_files f"
-                "       WHERE f.project = c.project AND f.sha = c.sha ORDER BY f.path COLLATE \"C\")"
+                '       WHERE f.project = c.project AND f.sha = c.sha ORDER BY f.path COLLATE "C")'
                 " FROM cf_commits c WHERE c.project = %s"
                 " ORDER BY c.timestamp DESC, c.seq DESC LIMIT %s",
                 (project, limit),
@@ -118,7 +133,7 @@ class PostgresTemporalBackend:
             rows = self._reader.read(
                 "SELECT c.sha, c.timestamp, c.author, c.message,"
                 " array(SELECT f.path FROM cf_commit_files f"
-                "       WHERE f.project = c.project AND f.sha = c.sha ORDER BY f.path COLLATE \"C\")"
+                '       WHERE f.project = c.project AND f.sha = c.sha ORDER BY f.path COLLATE "C")'
                 " FROM cf_commits c WHERE c.project = %s AND c.sha IN"
                 " (SELECT sha FROM cf_commit_files WHERE project = %s AND path = %s)"
                 " ORDER BY c.timestamp DESC, c.seq DESC LIMIT %s",

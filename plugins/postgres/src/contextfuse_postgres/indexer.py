@@ -30,7 +30,6 @@ from contextfuse.kb.process import Todo, Unchanged, paused_gc, process_file
 from contextfuse.kb.render import DEPTHS
 from contextfuse.kb.writer import FileRecord
 from contextfuse.tokenizer import Tokenizer
-
 from contextfuse_postgres.history import update_history
 from contextfuse_postgres.text import tsvector_literal
 
@@ -146,9 +145,7 @@ class _Run:
         with conn.cursor().copy(
             "COPY cf_skipped (project, path, size, mtime_ns, reason) FROM STDIN"
         ) as copy:
-            for path, size, mtime_ns, reason in dict(
-                (row[0], row) for row in skipped
-            ).values():
+            for path, size, mtime_ns, reason in dict((row[0], row) for row in skipped).values():
                 copy.write_row((self.project, path, size, mtime_ns, reason))
         self.progress("Reading history", 0, 1)
         head, added = update_history(conn, self.project, self.root, meta.get("head") or None)
@@ -301,9 +298,20 @@ class _Run:
         ) as copy:
             for file_id, record in zip(file_ids, records, strict=True):
                 copy.write_row(
-                    (file_id, self.project, record.path, record.size, record.mtime_ns,
-                     record.sha256, record.language, record.plan, record.content.replace("\0", ""),
-                     Jsonb(record.facts), Jsonb(record.redactions), record.note)  # fmt: skip
+                    (
+                        file_id,
+                        self.project,
+                        record.path,
+                        record.size,
+                        record.mtime_ns,
+                        record.sha256,
+                        record.language,
+                        record.plan,
+                        record.content.replace("\0", ""),
+                        Jsonb(record.facts),
+                        Jsonb(record.redactions),
+                        record.note,
+                    )
                 )
         node_rows: list[tuple[Any, ...]] = []
         rendering_rows: list[tuple[Any, ...]] = []
@@ -316,10 +324,24 @@ class _Run:
                 node_id = ids[draft.uri] = next(node_ids)
                 parent = ids.get(draft.parent_uri) if draft.parent_uri else None
                 node_rows.append(
-                    (node_id, self.project, draft.uri, file_id, record.path, draft.kind,
-                     draft.name, draft.qualname, parent, record.language, draft.line_start,
-                     draft.line_end, record.resource_type, draft.summary, draft.content_hash,
-                     tsvector_literal(*search))  # fmt: skip
+                    (
+                        node_id,
+                        self.project,
+                        draft.uri,
+                        file_id,
+                        record.path,
+                        draft.kind,
+                        draft.name,
+                        draft.qualname,
+                        parent,
+                        record.language,
+                        draft.line_start,
+                        draft.line_end,
+                        record.resource_type,
+                        draft.summary,
+                        draft.content_hash,
+                        tsvector_literal(*search),
+                    )
                 )
                 full_text = draft.texts[0]
                 for depth, text in zip(DEPTHS, draft.texts, strict=True):

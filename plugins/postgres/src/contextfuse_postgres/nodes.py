@@ -7,12 +7,14 @@ closing it closes the pool.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextfuse.backends import Node, Rendering
 from contextfuse.kb.nodes import source_lines
-
 from contextfuse_postgres.connection import translated
+
+if TYPE_CHECKING:
+    from contextfuse_postgres.tiers import PostgresTierStore
 
 __all__ = ["NODE_COLUMNS", "NODE_FROM", "PostgresNodeStore", "Reader", "node_from_row"]
 
@@ -57,9 +59,15 @@ class Reader:
 class PostgresNodeStore:
     """Nodes of one project. Depth-9 text is sliced from the stored file content."""
 
-    def __init__(self, reader: Reader, on_access: Any = None) -> None:
+    def __init__(self, reader: Reader) -> None:
         self._reader = reader
-        self._on_access = on_access  # called with the file paths whose renderings were read
+
+    @property
+    def tiers(self) -> PostgresTierStore:
+        """The project's storage tiers (see ``contextfuse.kb.tiers``)."""
+        from contextfuse_postgres.tiers import PostgresTierStore
+
+        return PostgresTierStore(self._reader)
 
     @property
     def project(self) -> str:
@@ -104,8 +112,6 @@ class PostgresNodeStore:
                     lines = split[path] = source.split("\n")
                 content = source_lines(lines, kind, first, last)
             out.setdefault(uri, {})[depth] = Rendering(depth, content, tokens, first, last)
-        if self._on_access is not None and out:
-            self._on_access({uri.split("#", 1)[0] for uri in out})
         return out
 
     def children(self, uri: str) -> list[Node]:
@@ -121,7 +127,7 @@ class PostgresNodeStore:
         """Every file node, ordered by path."""
         rows = self._reader.read(
             f"SELECT {NODE_COLUMNS} FROM {NODE_FROM} WHERE n.project = %s AND n.kind = 'file'"
-            " ORDER BY n.path COLLATE \"C\"",
+            ' ORDER BY n.path COLLATE "C"',
             (self.project,),
         )
         return [node_from_row(row) for row in rows]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from psycopg.types.json import Jsonb
 
 from contextfuse.models import PlanContext
-
 from contextfuse_postgres.connection import translated
 from contextfuse_postgres.nodes import Reader
 

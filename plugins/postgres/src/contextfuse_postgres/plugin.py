@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from contextfuse.hookspecs import hookimpl
-
 from contextfuse_postgres.connection import SCHEMES
 from contextfuse_postgres.provider import PostgresStoreProvider
 

@@ -15,7 +15,6 @@ from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE
 from contextfuse.kb.indexer import IndexStats, ProgressCallback
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
-
 from contextfuse_postgres.connection import display_url, open_pool, translated
 from contextfuse_postgres.graph import PostgresGraphBackend
 from contextfuse_postgres.history import PostgresTemporalBackend
@@ -101,9 +100,7 @@ def open_postgres_backends(
 class PostgresStoreProvider:
     """Backend provider ``postgresql``: every backend of a project in a shared database."""
 
-    provides: frozenset[str] = frozenset(
-        {"nodes", "text", "vector", "graph", "temporal", "plans"}
-    )
+    provides: frozenset[str] = frozenset({"nodes", "text", "vector", "graph", "temporal", "plans"})
 
     def __init__(self, name: str = "postgresql") -> None:
         self.name = name

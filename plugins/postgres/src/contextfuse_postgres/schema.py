@@ -132,7 +132,7 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (project, plan_id)
     );
     """,
-    # 2: storage tiers of files (see contextfuse_postgres.tiers).
+    # 2: storage tiers of files and their policy (see contextfuse.kb.tiers).
     """
     CREATE TABLE cf_tiers (
         project text NOT NULL,
@@ -143,6 +143,10 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (project, path)
     );
     CREATE INDEX cf_tiers_age ON cf_tiers (project, tier, last_access);
+    CREATE TABLE cf_tier_policy (
+        project text PRIMARY KEY,
+        policy jsonb NOT NULL
+    );
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

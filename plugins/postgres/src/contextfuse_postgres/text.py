@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from contextfuse.backends import SearchHit
 from contextfuse.kb.terms import weighted_query_terms
 from contextfuse.kb.text import _STOPWORDS, MAX_QUERY_TERMS
-
 from contextfuse_postgres.nodes import Reader
 
 __all__ = ["PostgresTextBackend", "tsvector_literal"]

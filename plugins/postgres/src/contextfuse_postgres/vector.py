@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from contextfuse.backends import SearchHit
-
 from contextfuse_postgres.connection import translated
 from contextfuse_postgres.nodes import Reader
 
@@ -121,22 +120,25 @@ class PostgresVectorBackend:
         project = self._reader.project
         rows = {digest: Vector(matrix[i]) for i, digest in enumerate(content_hashes)}
         index = _index_name(model, dims)
-        with translated(self._reader.url), self._reader.pool.connection() as conn:
-            with conn.transaction():
-                conn.cursor().executemany(
-                    "INSERT INTO cf_vectors (project, model, content_hash, dims, embedding)"
-                    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (project, model, content_hash)"
-                    " DO UPDATE SET dims = excluded.dims, embedding = excluded.embedding",
-                    [(project, model, digest, dims, vector) for digest, vector in rows.items()],
-                )
-                # One index per (model, dimension), shared by every project; created once
-                # (the lock keeps two writers from racing on the catalogue).
-                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (index,))
-                conn.execute(
-                    f"CREATE INDEX IF NOT EXISTS {index} ON cf_vectors USING hnsw"
-                    f" ((embedding::vector({dims})) vector_cosine_ops)"
-                    f" WHERE model = {_literal(model)} AND dims = {dims}"
-                )
+        with (
+            translated(self._reader.url),
+            self._reader.pool.connection() as conn,
+            conn.transaction(),
+        ):
+            conn.cursor().executemany(
+                "INSERT INTO cf_vectors (project, model, content_hash, dims, embedding)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (project, model, content_hash)"
+                " DO UPDATE SET dims = excluded.dims, embedding = excluded.embedding",
+                [(project, model, digest, dims, vector) for digest, vector in rows.items()],
+            )
+            # One index per (model, dimension), shared by every project; created once
+            # (the lock keeps two writers from racing on the catalogue).
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (index,))
+            conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {index} ON cf_vectors USING hnsw"
+                f" ((embedding::vector({dims})) vector_cosine_ops)"
+                f" WHERE model = {_literal(model)} AND dims = {dims}"
+            )
 
 
 def _literal(text: str) -> str:
