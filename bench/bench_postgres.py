@@ -118,7 +118,7 @@ def _copy_project(url: str, source: str, target: str) -> None:
                 (target, source),
             )
         conn.execute(
-            "INSERT INTO cf_projects SELECT %s, meta || jsonb_build_object('project', %s)"
+            "INSERT INTO cf_projects SELECT %s, meta || jsonb_build_object('project', %s::text)"
             " FROM cf_projects WHERE project = %s",
             (target, target, source),
         )
@@ -162,10 +162,13 @@ def main() -> None:
         results["files"], results["nodes"] = stats.files, stats.nodes
         results["index_seconds"] = {"sqlite": sqlite_seconds, "postgresql": pg_seconds}
         results["store_mb"] = {"sqlite": sqlite_bytes / 1e6, "postgresql": pg_bytes / 1e6}
+        print(json.dumps(results), flush=True)
 
         for label, store in (("sqlite", None), ("postgresql", url)):
             for processes in (1, 8):
-                results[f"{label}_{processes}p"] = _latency(root, store, processes, args.rounds)
+                key = f"{label}_{processes}p"
+                results[key] = _latency(root, store, processes, args.rounds)
+                print(key, json.dumps(results[key]), flush=True)
 
         for n in range(1, args.projects):
             _copy_project(url, "django", f"django-{n}")

@@ -106,3 +106,19 @@ def test_vector_search_uses_an_hnsw_index(server_url: str, repo: Path) -> None:
             )
         ]
     assert any("USING hnsw" in index and "vector(3)" in index for index in indexes)
+
+
+def test_a_large_run_parses_in_worker_processes_and_stores_every_file(
+    server_url: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "many-files"
+    root.mkdir()
+    for i in range(450):  # above the threshold for worker processes
+        (root / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    stats = PostgresStoreProvider().index(root, {"url": server_url})
+    backends = open_postgres_backends(server_url, root.name)
+    try:
+        assert (stats.files, stats.files_parsed) == (450, 450)
+        assert [n.name for n in backends.nodes.find_symbols("f449")] == ["f449"]
+    finally:
+        backends.nodes.close()

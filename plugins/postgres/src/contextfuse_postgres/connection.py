@@ -18,7 +18,7 @@ from contextfuse.errors import KnowledgeBaseError
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
-__all__ = ["SCHEMES", "connect_error", "display_url", "open_pool", "scrub"]
+__all__ = ["SCHEMES", "connect_error", "display_url", "open_pool", "scrub", "translated"]
 
 #: URL schemes this store answers to (libpq accepts both).
 SCHEMES = ("postgresql", "postgres")

@@ -10,9 +10,13 @@ Index contributors (embeddings) run after the commit, as with the SQLite store.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import pickle
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +30,16 @@ from contextfuse.kb.indexer import DEFAULT_INDEX_DIR, IndexStats, ProgressCallba
 from contextfuse.kb.links import FileFacts, NodeKey, build_edges, go_module
 from contextfuse.kb.nodes import source_lines
 from contextfuse.kb.parse import detect, planned_parser
-from contextfuse.kb.process import Todo, Unchanged, paused_gc, process_file
+from contextfuse.kb.process import (
+    Outcome,
+    Todo,
+    Unchanged,
+    paused_gc,
+    process_batch,
+    process_file,
+)
 from contextfuse.kb.render import DEPTHS
+from contextfuse.kb.tokens import count_renderings
 from contextfuse.kb.writer import FileRecord
 from contextfuse.tokenizer import Tokenizer
 from contextfuse_postgres.history import update_history
@@ -36,6 +48,9 @@ from contextfuse_postgres.text import tsvector_literal
 __all__ = ["PostgresIndexSession", "index_project", "project_lock_key"]
 
 _CHUNK_FILES = 200
+_BATCH_FILES = 40  # files per task of a worker process
+_PARALLEL_MIN_FILES = 400  # fewer files are parsed here (workers take a second to start)
+_MAX_WORKERS = 4
 _PAGE = 2000
 
 
@@ -226,10 +241,7 @@ class _Run:
         total = len(todo)
         self.progress("Indexing files", 0, total)
         with paused_gc():
-            for done, item in enumerate(todo, 1):
-                outcome = process_file(
-                    self.root, self.project, item, self.max_file_size, self.tokenizer
-                )
+            for done, (item, outcome) in enumerate(zip(todo, self.outcomes(todo), strict=True), 1):
                 if isinstance(outcome, discovery.Skip):
                     candidate = item.candidate
                     skipped.append(
@@ -240,6 +252,10 @@ class _Run:
                     kept.add(outcome.path)
                     stats.bytes_read += outcome.size
                 else:
+                    if outcome.token_counts is None:  # parsed by a worker without a tokenizer
+                        outcome.token_counts = count_renderings(
+                            self.tokenizer, outcome.content.split("\n"), outcome.drafts
+                        )
                     records.append(outcome)
                     written.add(outcome.path)
                     stats.bytes_read += outcome.size
@@ -258,6 +274,37 @@ class _Run:
         stats.files_removed = len(gone)
         stats.files_unchanged = len(kept)
         return skipped
+
+    def outcomes(self, todo: list[Todo]) -> Iterator[Outcome]:
+        """The outcome of each file of ``todo``, in order; in worker processes when many.
+
+        Workers start from a fork server: this process runs the connection pool's threads,
+        and forking a process with threads is unsafe.
+        """
+        workers = min(os.cpu_count() or 1, _MAX_WORKERS)
+        if workers <= 1 or len(todo) < _PARALLEL_MIN_FILES:
+            for item in todo:
+                yield process_file(
+                    self.root, self.project, item, self.max_file_size, self.tokenizer
+                )
+            return
+        try:  # workers count tokens too, if the tokenizer can travel to them
+            tokenizer: Tokenizer | None = pickle.loads(pickle.dumps(self.tokenizer))
+        except Exception:
+            tokenizer = None
+        batches = [todo[i : i + _BATCH_FILES] for i in range(0, len(todo), _BATCH_FILES)]
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            count = len(batches)
+            for results in pool.map(
+                process_batch,
+                [self.root] * count,
+                [self.project] * count,
+                batches,
+                [self.max_file_size] * count,
+                [tokenizer] * count,
+            ):
+                yield from results
 
     def delete_files(self, file_ids: Sequence[int]) -> list[str]:
         """Remove files with their nodes and renderings; returns the removed node URIs."""

@@ -97,6 +97,15 @@ def open_postgres_backends(
     )
 
 
+def _contributors(pm: Any) -> list[Any]:
+    """The index contributors the plugins of ``pm`` offer (default: the installed plugins)."""
+    if pm is None:
+        from contextfuse.plugins import make_plugin_manager
+
+        pm = make_plugin_manager(on_error="warn")
+    return [c for result in pm.hook.contextfuse_index_contributors() for c in result or ()]
+
+
 class PostgresStoreProvider:
     """Backend provider ``postgresql``: every backend of a project in a shared database."""
 
@@ -134,8 +143,6 @@ class PostgresStoreProvider:
     ) -> IndexStats:
         """Build or refresh ``root``'s project in the database; returns what was done."""
         import time
-
-        from contextfuse.kb.api import _contributors
 
         started = time.perf_counter()
         url = _url(config)
