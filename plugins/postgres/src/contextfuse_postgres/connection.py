@@ -23,6 +23,7 @@ __all__ = ["SCHEMES", "connect_error", "display_url", "open_pool", "scrub", "tra
 #: URL schemes this store answers to (libpq accepts both).
 SCHEMES = ("postgresql", "postgres")
 _DEFAULT_POOL_SIZE = 8
+_CONNECT_TIMEOUT = 10  # seconds
 # user:password@ in a URL, and password=... in a key/value connection string.
 _URL_SECRET = re.compile(r"(://[^/@:]*):[^@/]*@")
 _KV_SECRET = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
@@ -64,8 +65,7 @@ def display_url(url: str) -> str:
 
 def connect_error(url: str, exc: BaseException) -> KnowledgeBaseError:
     """A ``KnowledgeBaseError`` for a failed connection or query, with no secret in it."""
-    reason = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-    return KnowledgeBaseError(f"PostgreSQL store {display_url(url)}: {scrub(reason, url)}")
+    return KnowledgeBaseError(f"PostgreSQL store {display_url(url)}: {scrub(_reason(exc), url)}")
 
 
 def open_pool(url: str, *, max_size: int = _DEFAULT_POOL_SIZE) -> ConnectionPool[Any]:
@@ -85,6 +85,14 @@ def open_pool(url: str, *, max_size: int = _DEFAULT_POOL_SIZE) -> ConnectionPool
             pass
         conn.commit()
 
+    # One direct attempt first: a refused or misconfigured connection fails at once with
+    # libpq's reason, where the pool would retry until its timeout and only say it timed out.
+    try:
+        psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT).close()
+    except psycopg.Error as exc:
+        raise KnowledgeBaseError(
+            f"PostgreSQL store {display_url(url)}: cannot connect ({scrub(_reason(exc), url)})"
+        ) from None
     pool: ConnectionPool[Any] = ConnectionPool(
         url,
         min_size=1,
@@ -94,25 +102,19 @@ def open_pool(url: str, *, max_size: int = _DEFAULT_POOL_SIZE) -> ConnectionPool
         name="contextfuse",
     )
     try:
-        pool.open(wait=True, timeout=10)
+        pool.open(wait=True, timeout=_CONNECT_TIMEOUT)
     except PoolTimeout:
-        reason = _probe(url)
         pool.close()
         raise KnowledgeBaseError(
-            f"PostgreSQL store {display_url(url)}: cannot connect ({scrub(reason, url)})"
+            f"PostgreSQL store {display_url(url)}: cannot connect (no connection within "
+            f"{_CONNECT_TIMEOUT} s)"
         ) from None
     return pool
 
 
-def _probe(url: str) -> str:
-    """Why a connection fails, from one direct attempt (the pool only says it timed out)."""
-    import psycopg
-
-    try:
-        with psycopg.connect(url, connect_timeout=5):
-            return "the pool timed out"
-    except psycopg.Error as exc:
-        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @contextmanager
