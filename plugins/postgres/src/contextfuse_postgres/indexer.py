@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,7 @@ class _Run:
         self.max_file_size = max_file_size
         self.changed: list[str] = []
         self.removed: list[str] = []
+        self.notes: list[str] = []
 
     def execute(self, found: discovery.Discovery, stats: IndexStats, rebuild: bool) -> None:
         conn = self.conn
@@ -150,6 +152,7 @@ class _Run:
             meta = {}
             stats.rebuilt = True
         skipped = self.update_files(found, stats, full)
+        stats.notes.extend(self.notes)
         changed = bool(self.changed or self.removed) or full
         if changed:
             self.progress("Linking symbols", 0, 1)
@@ -294,17 +297,26 @@ class _Run:
             tokenizer = None
         batches = [todo[i : i + _BATCH_FILES] for i in range(0, len(todo), _BATCH_FILES)]
         context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            count = len(batches)
-            for results in pool.map(
-                process_batch,
-                [self.root] * count,
-                [self.project] * count,
-                batches,
-                [self.max_file_size] * count,
-                [tokenizer] * count,
-            ):
-                yield from results
+        done = 0
+        try:
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                count = len(batches)
+                for results in pool.map(
+                    process_batch,
+                    [self.root] * count,
+                    [self.project] * count,
+                    batches,
+                    [self.max_file_size] * count,
+                    [tokenizer] * count,
+                ):
+                    for outcome in results:
+                        yield outcome
+                        done += 1
+        except BrokenProcessPool as exc:
+            # E.g. a script without ``if __name__ == "__main__":`` that the workers re-ran.
+            self.notes.append(f"worker processes stopped ({exc}); the rest was parsed here")
+        for item in todo[done:]:
+            yield process_file(self.root, self.project, item, self.max_file_size, self.tokenizer)
 
     def delete_files(self, file_ids: Sequence[int]) -> list[str]:
         """Remove files with their nodes and renderings; returns the removed node URIs."""

@@ -142,8 +142,15 @@ class PostgresStoreProvider:
         **_options: Any,
     ) -> IndexStats:
         """Build or refresh ``root``'s project in the database; returns what was done."""
+        import multiprocessing
         import time
 
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            # A worker process is importing a script that indexes at import time.
+            raise KnowledgeBaseError(
+                "index() was called while a worker process imported the main script; "
+                "guard the script with `if __name__ == '__main__':`"
+            )
         started = time.perf_counter()
         url = _url(config)
         project = _project(Path(root).resolve(), config)
