@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_assemble import QUERIES, percentile  # noqa: E402
+from bench_assemble import QUERIES, percentile
 
 _BUDGET = 8000
 
@@ -140,9 +140,10 @@ def main() -> None:
     parser.add_argument("--projects", type=int, default=20)
     args = parser.parse_args()
 
-    from contextfuse.kb import index
     from contextfuse_postgres import PostgresStoreProvider
     from contextfuse_postgres.testing import throwaway_server
+
+    from contextfuse.kb import index
 
     results: dict[str, Any] = {"corpus": args.repo.name, "queries": len(QUERIES)}
     with tempfile.TemporaryDirectory() as tmp, throwaway_server() as url:
@@ -178,7 +179,9 @@ def main() -> None:
     alone = results["postgresql_1p"]
     shared = results[f"postgresql_1p_{args.projects}_projects"]
     print(f"corpus {results['corpus']}: {results['files']:,} files, {results['nodes']:,} nodes")
-    print("| store | index s | store MB | p50 ms (1 proc) | p95 ms (1) | p50 ms (8 procs) | p95 (8) |")
+    print(
+        "| store | index s | store MB | p50 ms (1 proc) | p95 ms (1) | p50 ms (8 procs) | p95 (8) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label in ("sqlite", "postgresql"):
         one, eight = results[f"{label}_1p"], results[f"{label}_8p"]

@@ -63,6 +63,7 @@ class PostgresTextBackend:
 
     def __init__(self, reader: Reader) -> None:
         self._reader = reader
+        self._nodes: int | None = None  # the project's node count, read once per open
 
     def search(
         self, query: str, limit: int = 50, kinds: Sequence[str] | None = None
@@ -107,10 +108,13 @@ class PostgresTextBackend:
         )
         if len(present) <= _ENOUGH_TERMS:
             return present
-        nodes = self._reader.read(
-            "SELECT count(*) FROM cf_nodes WHERE project = %s", (self._reader.project,)
-        )[0][0]
-        common = nodes * _COMMON_SHARE
+        if self._nodes is None:
+            self._nodes = int(
+                self._reader.read(
+                    "SELECT count(*) FROM cf_nodes WHERE project = %s", (self._reader.project,)
+                )[0][0]
+            )
+        common = self._nodes * _COMMON_SHARE
         kept = [t for t in present if frequency[t] <= common]
         if len(kept) < _ENOUGH_TERMS:
             rest = sorted((t for t in present if frequency[t] > common), key=frequency.__getitem__)
