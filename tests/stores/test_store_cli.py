@@ -52,3 +52,20 @@ def test_an_unknown_store_scheme_is_a_clear_error(shop: Path) -> None:
     assert done.returncode != 0
     assert "no backend provider 'mysql'" in done.stderr
     assert "pw@" not in done.stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_index_stats_show_the_storage_tiers(
+    backend: str, shop: Path, request: pytest.FixtureRequest
+) -> None:
+    store = ["--store", request.getfixturevalue("postgres_url")] if backend != "sqlite" else []
+    done = run("index", *store, "--stats", "--hot-days", "2", str(shop))
+    assert done.returncode == 0, done.stderr
+    assert "tiers     hot 0  warm 5  cold 0 files" in done.stdout
+    assert "policy    hot until idle 2 d, warm until 30 d" in done.stdout
+
+
+def test_a_tier_policy_whose_days_shrink_is_a_clear_error(shop: Path) -> None:
+    done = run("index", "--warm-days", "1", "--hot-days", "3", str(shop))
+    assert done.returncode == 2
+    assert "tier days must grow" in done.stderr
