@@ -18,6 +18,7 @@ from contextfuse.models import ContextBudget, ContextPayload, ContextRequest, Pl
 from contextfuse.pipeline import ACMSPipeline
 from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
 from contextfuse.registry import StrategyRegistry
+from contextfuse.stores import choose_provider, store_config
 
 __all__ = ["ContextAssembler", "assemble_context"]
 
@@ -54,6 +55,8 @@ class ContextAssembler:
         self.plugin_manager = plugin_manager or make_plugin_manager(
             component_pins=self.config.components
         )
+        # ``[index] store``: a backend provider's name or a URL (default: the SQLite file).
+        self.store = choose_provider(self.plugin_manager, self.config.index.get("store"))
         self.registry = StrategyRegistry(self.plugin_manager, self.config)
         self.pipeline = ACMSPipeline(
             plugin_manager=self.plugin_manager, config=self.config.pipeline_config()
@@ -69,31 +72,30 @@ class ContextAssembler:
         """What the registry decided that a user should hear about (skipped strategies...)."""
         return list(self.registry.notices)
 
+    def _store_config(self) -> dict[str, Any]:
+        return store_config(self.config.index.get("store"), self.index_dir)
+
     def refresh(self, progress: ProgressCallback | None = None) -> Any:
         """Build or refresh the index (incremental) and reopen it; returns the index stats."""
-        from contextfuse.kb import index
-
-        stats = index(
-            self.repo, index_dir=self.index_dir, progress=progress, pm=self.plugin_manager
+        stats = self.store.index(
+            self.repo, self._store_config(), progress=progress, pm=self.plugin_manager
         )
         with self._lock:
-            self._backends = None
+            stale, self._backends = self._backends, None
+        if stale is not None:  # a store's connections (a pool) are released now, not at exit
+            stale.nodes.close()
         return stats
 
     def has_index(self) -> bool:
         """True when an index exists for the repository."""
-        from contextfuse.kb import index_exists
-
-        return bool(index_exists(self.repo, index_dir=self.index_dir))
+        return bool(self.store.exists(self.repo, self._store_config()))
 
     @property
     def backends(self) -> BackendSet:
         """The open backends of the repository's index (opened on first use)."""
         with self._lock:
             if self._backends is None:
-                from contextfuse.kb import open_backends
-
-                self._backends = open_backends(self.repo, index_dir=self.index_dir)
+                self._backends = self.store.open(self.repo, self._store_config())
             return self._backends
 
     def assemble(
@@ -126,7 +128,7 @@ class ContextAssembler:
         plan = None
         if request.plan_id and backends.plans is not None:
             plan = backends.plans.get_plan(request.plan_id)
-        return self.pipeline.run(
+        payload = self.pipeline.run(
             request,
             backends,
             budget,
@@ -135,6 +137,18 @@ class ContextAssembler:
             preamble=preamble,
             explain=explain,
         )
+        _promote(backends, payload)
+        return payload
+
+
+def _promote(backends: BackendSet, payload: ContextPayload) -> None:
+    """The files an assembly delivered move to the hot tier (see ``contextfuse.kb.tiers``)."""
+    from contextfuse.kb.tiers import file_paths, tier_store_of
+
+    tiers = tier_store_of(backends)
+    if tiers is not None and payload.fragments:
+        uris = (f.provenance.resource_uri for f in payload.fragments)
+        tiers.touch(file_paths(uris, backends.nodes.project))
 
 
 def assemble_context(

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from contextfuse.cli.output import emit_json, fail
+
+if TYPE_CHECKING:
+    from contextfuse.config import ContextfuseConfig
 
 
 @click.command("assemble")
@@ -58,6 +62,13 @@ from contextfuse.cli.output import emit_json, fail
     default=None,
     help="Where the index lives (default: <repo>/.contextfuse).",
 )
+@click.option(
+    "--store",
+    default=None,
+    metavar="URL",
+    help="The store: a backend provider's name or URL, e.g. postgresql://host/db "
+    "(default: [index] store, else the index file).",
+)
 @click.option("--no-refresh", is_flag=True, help="Use the index as it is (build it if missing).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notices.")
 def assemble(
@@ -70,6 +81,7 @@ def assemble(
     fmt: str,
     explain: bool,
     index_dir: Path | None,
+    store: str | None,
     no_refresh: bool,
     quiet: bool,
 ) -> None:
@@ -86,7 +98,7 @@ def assemble(
     if reserved >= budget:
         fail(f"--reserved ({reserved}) must be less than --budget ({budget})")
     try:
-        assembler = ContextAssembler(repo, index_dir=index_dir)
+        assembler = ContextAssembler(repo, index_dir=index_dir, config=_with_store(repo, store))
         if not no_refresh or not assembler.has_index():
             with progress_bar(enabled=not quiet) as progress:
                 assembler.refresh(progress=progress)
@@ -110,6 +122,16 @@ def assemble(
     click.echo(render_markdown(payload), nl=False)
     if explain and payload.explanation:
         click.echo(render_explanation(payload.explanation))
+
+
+def _with_store(repo: Path, store: str | None) -> ContextfuseConfig | None:
+    """The configuration with ``--store`` as its ``[index] store`` (None: unchanged)."""
+    if store is None:
+        return None
+    from contextfuse.config import load_config
+
+    config = load_config(repo)
+    return config.model_copy(update={"index": {**config.index, "store": store}})
 
 
 def render_explanation(explanation: dict[str, object]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,13 @@ if TYPE_CHECKING:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the index lives (default: <repo>/.contextfuse).",
 )
+@click.option(
+    "--store",
+    default=None,
+    metavar="URL",
+    help="Index into this store: a backend provider's name or URL, e.g. postgresql://host/db "
+    "(default: the index file).",
+)
 @click.option("--rebuild", is_flag=True, help="Start from scratch (also replaces a bad index).")
 @click.option(
     "--format",
@@ -31,33 +38,126 @@ if TYPE_CHECKING:
     show_default=True,
     help="Summary as text or as JSON.",
 )
+@click.option("--stats", "show_stats", is_flag=True, help="Also show the storage tiers.")
+@click.option(
+    "--hot-days",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Tier policy: hot until idle this many days (stored with the index).",
+)
+@click.option(
+    "--warm-days",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Tier policy: warm until idle this many days.",
+)
+@click.option(
+    "--retention-days",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Tier policy: a cold file's access record is kept this many days.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no text summary.")
 def index(
-    path: Path | None, index_dir: Path | None, rebuild: bool, output_format: str, quiet: bool
+    path: Path | None,
+    index_dir: Path | None,
+    store: str | None,
+    rebuild: bool,
+    output_format: str,
+    show_stats: bool,
+    hot_days: float | None,
+    warm_days: float | None,
+    retention_days: float | None,
+    quiet: bool,
 ) -> None:
     """Build or refresh the index of PATH (default: the current repository).
 
     Unchanged files are not read again; a refresh without changes takes a moment.
     """
     from contextfuse.cli.progress import progress_bar
-    from contextfuse.errors import KnowledgeBaseError
+    from contextfuse.errors import ConfigError, KnowledgeBaseError
     from contextfuse.kb import index as build_index
 
     try:
         with progress_bar(enabled=not quiet and output_format == "text") as progress:
-            stats = build_index(
-                path if path is not None else ".",
-                index_dir=index_dir,
-                rebuild=rebuild,
-                progress=progress,
-            )
-    except KnowledgeBaseError as exc:
+            if store is None:
+                stats = build_index(
+                    path if path is not None else ".",
+                    index_dir=index_dir,
+                    rebuild=rebuild,
+                    progress=progress,
+                )
+            else:
+                stats = _index_into(store, path, index_dir, rebuild, progress)
+        policy = {"hot_days": hot_days, "warm_days": warm_days, "retention_days": retention_days}
+        tiers = _apply_tiers(Path(stats.root), store, index_dir, policy)
+    except (KnowledgeBaseError, ConfigError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
     if output_format == "json":
-        click.echo(json.dumps(stats.to_dict(), indent=2))
+        click.echo(json.dumps({**stats.to_dict(), "tiers": tiers}, indent=2))
     elif not quiet:
         click.echo(_summary(stats))
+        if show_stats:
+            click.echo(_tier_summary(tiers))
+
+
+def _index_into(
+    store: str, path: Path | None, index_dir: Path | None, rebuild: bool, progress: Any
+) -> IndexStats:
+    """Index through the backend provider that ``store`` names (``--store``)."""
+    from contextfuse.kb.api import resolve_root
+    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.stores import choose_provider, store_config
+
+    pm = make_plugin_manager(on_error="warn")
+    provider = choose_provider(pm, store)
+    root = resolve_root(path if path is not None else ".")
+    config = store_config(store, index_dir)
+    return provider.index(root, config, rebuild=rebuild, progress=progress, pm=pm)  # type: ignore[no-any-return]
+
+
+def _apply_tiers(
+    root: Path, store: str | None, index_dir: Path | None, overrides: dict[str, float | None]
+) -> dict[str, Any]:
+    """Store a changed tier policy, demote idle files; returns the tiers for the summary."""
+    from pydantic import ValidationError
+
+    from contextfuse.errors import ConfigError
+    from contextfuse.kb.tiers import TierPolicy, tier_store_of
+    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.stores import choose_provider, store_config
+
+    pm = make_plugin_manager(autoload=None if store else False, on_error="warn")
+    backends = choose_provider(pm, store).open(root, store_config(store, index_dir))
+    try:
+        tiers = tier_store_of(backends)
+        if tiers is None:
+            return {}
+        changed = {key: value for key, value in overrides.items() if value is not None}
+        if changed:
+            try:
+                policy = TierPolicy.model_validate({**tiers.policy().model_dump(), **changed})
+            except ValidationError as exc:
+                raise ConfigError(f"tier policy: {exc.errors()[0]['msg']}") from None
+            tiers.set_policy(policy)
+        moved = tiers.apply()
+        return {"files": tiers.counts(), "moved": moved, "policy": tiers.policy().model_dump()}
+    finally:
+        backends.nodes.close()
+
+
+def _tier_summary(tiers: dict[str, Any]) -> str:
+    if not tiers:
+        return "  tiers     (this store has none)"
+    files, policy, moved = tiers["files"], tiers["policy"], tiers["moved"]
+    return "\n".join(
+        [
+            f"  tiers     hot {files['hot']:,}  warm {files['warm']:,}  "
+            f"cold {files['cold']:,} files",
+            f"  policy    hot until idle {policy['hot_days']:g} d, warm until "
+            f"{policy['warm_days']:g} d, cold records kept {policy['retention_days']:g} d",
+            f"  moved     {moved['admitted']:,} admitted, {moved['to_warm']:,} to warm, "
+            f"{moved['to_cold']:,} to cold, {moved['dropped']:,} records dropped",
+        ]
+    )
 
 
 def _summary(stats: IndexStats) -> str:

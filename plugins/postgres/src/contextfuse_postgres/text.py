@@ -1,0 +1,140 @@
+"""``TextBackend`` over PostgreSQL: a ``tsvector`` per node with a GIN index.
+
+The terms are the core's code-aware terms (``contextfuse.kb.terms``), computed in Python
+and written as a ``tsvector`` literal: PostgreSQL's own parser would split ``get_queryset``
+and read ``a/b.py`` as one file-path token, and the two stores must find the same things.
+The four columns of the SQLite store map to the four weights: name A, path B, body C,
+identifier parts D, ranked by ``ts_rank`` with weights in the SQLite store's proportions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from contextfuse.backends import SearchHit
+from contextfuse.kb.terms import weighted_query_terms
+from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT
+from contextfuse.kb.text import MAX_QUERY_TERMS
+from contextfuse_postgres.nodes import Reader
+
+__all__ = ["PostgresTextBackend", "tsvector_literal"]
+
+_WORD = re.compile(r"\w+")
+#: ts_rank weights {D, C, B, A}: parts, body, path, name (the SQLite store's 0.5, 1, 4, 10).
+_RANK_WEIGHTS = "{0.05, 0.1, 0.4, 1.0}"
+#: Positions kept per term and column: term frequency saturates long before this.
+_MAX_POSITIONS = 16
+_MAX_TERM_BYTES = 2000  # PostgreSQL refuses lexemes over 2047 bytes
+_MAX_LITERAL = 900_000  # and tsvectors over 1 MB
+_COMMON_SHARE = 0.05
+_ENOUGH_TERMS = 8
+
+
+def tsvector_literal(name: str, path: str, body: str, parts: str) -> str:
+    """The ``tsvector`` of one search row ``(name, path, body, parts)`` as a literal."""
+    positions: dict[str, list[str]] = {}
+    position = 0
+    for column, weight in ((name, "A"), (path, "B"), (body, "C"), (parts, "D")):
+        for term, count in Counter(_WORD.findall(column.lower())).items():
+            if len(term.encode()) > _MAX_TERM_BYTES:
+                continue
+            marks = positions.setdefault(term, [])
+            for _ in range(min(count, _MAX_POSITIONS)):
+                position = min(position + 1, 16383)
+                marks.append(f"{position}{weight}")
+    pieces: list[str] = []
+    size = 0
+    for term, marks in positions.items():
+        piece = "'" + term.replace("\\", "\\\\").replace("'", "''") + "':" + ",".join(marks[:255])
+        size += len(piece) + 1
+        if size > _MAX_LITERAL:  # a huge data file: its first terms are enough to find it
+            break
+        pieces.append(piece)
+    return " ".join(pieces)
+
+
+def _tsquery(terms: Sequence[str]) -> str:
+    return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
+
+
+class PostgresTextBackend:
+    """Full-text search over every node's own text, name and path, of one project."""
+
+    def __init__(self, reader: Reader) -> None:
+        self._reader = reader
+        self._nodes: int | None = None  # the project's node count, read once per open
+
+    def search(
+        self, query: str, limit: int = 50, kinds: Sequence[str] | None = None
+    ) -> list[SearchHit]:
+        """Best-matching nodes for a free-text query, best first (score: higher is better)."""
+        if limit <= 0:
+            return []
+        weighted = weighted_query_terms(query)
+        terms = self.select_terms(weighted)
+        if not terms:
+            return []
+        spelled = [t for t in terms if weighted.get(t, 1.0) > VARIANT_WEIGHT]
+        variants = [t for t in terms if weighted.get(t, 1.0) <= VARIANT_WEIGHT]
+        hits = dict(self._match(spelled, limit, kinds))
+        # As in the SQLite store: inflections the query did not spell count half.
+        for uri, score in self._match(variants, limit, kinds):
+            hits[uri] = max(hits.get(uri, 0.0), score * VARIANT_WEIGHT)
+        ranked = sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return [SearchHit(uri, score) for uri, score in ranked]
+
+    def _match(
+        self, terms: Sequence[str], limit: int, kinds: Sequence[str] | None
+    ) -> list[tuple[str, float]]:
+        if not terms:
+            return []
+        sql = (
+            f"SELECT uri, ts_rank('{_RANK_WEIGHTS}', tsv, q, 1) AS rank"
+            " FROM cf_nodes, CAST(%s AS tsquery) AS q WHERE tsv @@ q AND project = %s"
+        )
+        params: list[object] = [_tsquery(terms), self._reader.project]
+        if kinds:
+            sql += " AND kind = ANY(%s)"
+            params.append(list(kinds))
+        sql += " ORDER BY rank DESC, id LIMIT %s"
+        params.append(limit)
+        return [(str(uri), float(rank)) for uri, rank in self._reader.read(sql, params)]
+
+    def select_terms(self, terms: Mapping[str, float] | Sequence[str]) -> list[str]:
+        """The terms worth searching: present in the project, at most a few.
+
+        The same choice as the SQLite store: heavier terms (code) first, then, within a
+        weight, the rarer ones; near-stopwords only when too few others are left.
+        """
+        weights: Mapping[str, float] = (
+            terms if isinstance(terms, Mapping) else dict.fromkeys(terms, 1.0)
+        )
+        candidates = [t for t in weights if t not in STOPWORDS] or list(weights)
+        if not candidates:
+            return []
+        frequency = {
+            str(term): int(docs)
+            for term, docs in self._reader.read(
+                "SELECT term, docs FROM cf_vocabulary WHERE project = %s AND term = ANY(%s)",
+                (self._reader.project, candidates),
+            )
+        }
+        present = sorted(
+            (t for t in candidates if t in frequency), key=lambda t: (-weights[t], frequency[t])
+        )
+        if len(present) <= _ENOUGH_TERMS:
+            return present
+        if self._nodes is None:
+            self._nodes = int(
+                self._reader.read(
+                    "SELECT count(*) FROM cf_nodes WHERE project = %s", (self._reader.project,)
+                )[0][0]
+            )
+        common = self._nodes * _COMMON_SHARE
+        kept = [t for t in present if frequency[t] <= common]
+        if len(kept) < _ENOUGH_TERMS:
+            rest = sorted((t for t in present if frequency[t] > common), key=frequency.__getitem__)
+            kept += rest[: _ENOUGH_TERMS - len(kept)]
+        return kept[:MAX_QUERY_TERMS]

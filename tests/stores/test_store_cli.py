@@ -1,0 +1,71 @@
+"""``contextfuse index --store URL`` and ``assemble --store URL``, end to end on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+CLI = [sys.executable, "-m", "contextfuse.cli.main"]
+SECRET = "Sup3r-s3cret-pw"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, check=False)
+
+
+def test_index_and_assemble_run_on_a_postgresql_store(postgres_url: str, shop: Path) -> None:
+    indexed = run("index", "--store", postgres_url, "--format", "json", str(shop))
+    assembled = run(
+        "assemble", "slugify the name", "--store", postgres_url, "--repo", str(shop),
+        "--no-refresh", "--format", "json", "--budget", "2000",
+    )  # fmt: skip
+    assert indexed.returncode == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["files"] == 5
+    assert assembled.returncode == 0, assembled.stderr
+    uris = [f["uko_node"] for f in json.loads(assembled.stdout)["fragments"]]
+    assert any(u.startswith(f"project://{shop.name}/shop/util.py") for u in uris), (
+        uris,
+        assembled.stderr,
+    )
+    assert not (shop / ".contextfuse").exists()  # nothing was written next to the code
+
+
+def test_the_cli_never_prints_the_password(postgres_url: str, shop: Path) -> None:
+    url = postgres_url.replace("postgres@", f"postgres:{SECRET}@")
+    indexed = run("index", "--store", url, str(shop))
+    refused = run("index", "--store", f"postgresql://ada:{SECRET}@127.0.0.1:9/x", str(shop))
+    assert indexed.returncode == 0, indexed.stderr
+    assert refused.returncode != 0
+    assert "cannot connect" in refused.stderr
+    for done in (indexed, refused):
+        assert SECRET not in done.stdout + done.stderr
+
+
+def test_an_unknown_store_scheme_is_a_clear_error(shop: Path) -> None:
+    done = run("index", "--store", "mysql://u:pw@h/db", str(shop))
+    assert done.returncode != 0
+    assert "no backend provider 'mysql'" in done.stderr
+    assert "pw@" not in done.stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_index_stats_show_the_storage_tiers(
+    backend: str, shop: Path, request: pytest.FixtureRequest
+) -> None:
+    store = ["--store", request.getfixturevalue("postgres_url")] if backend != "sqlite" else []
+    done = run("index", *store, "--stats", "--hot-days", "2", str(shop))
+    assert done.returncode == 0, done.stderr
+    assert "tiers     hot 0  warm 5  cold 0 files" in done.stdout
+    assert "policy    hot until idle 2 d, warm until 30 d" in done.stdout
+
+
+def test_a_tier_policy_whose_days_shrink_is_a_clear_error(shop: Path) -> None:
+    done = run("index", "--warm-days", "1", "--hot-days", "3", str(shop))
+    assert done.returncode == 2
+    assert "tier days must grow" in done.stderr
