@@ -14,8 +14,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from contextfuse.backends import SearchHit
-from contextfuse.kb.terms import weighted_query_terms
-from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT
+from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, weighted_query_terms
 from contextfuse.kb.text import MAX_QUERY_TERMS
 from contextfuse_postgres.nodes import Reader
 
