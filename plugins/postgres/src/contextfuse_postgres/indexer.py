@@ -108,6 +108,21 @@ class PostgresIndexSession:
                     content = source_lines(source.split("\n"), kind, first, end)
                 yield uri, digest, content
 
+    def count_without_vectors(self, model: str, kinds: Sequence[str] | None = None) -> int:
+        """How many current nodes (of ``kinds``) have no vector of ``model`` for their content."""
+        kind_filter = " AND n.kind = ANY(%s)" if kinds else ""
+        params: list[Any] = [self.project, model, self.project]
+        if kinds:
+            params.append(list(kinds))
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM cf_nodes n LEFT JOIN cf_vectors v ON v.project = %s"
+                " AND v.model = %s AND v.content_hash = n.content_hash"
+                f" WHERE n.project = %s AND v.content_hash IS NULL{kind_filter}",
+                params,
+            ).fetchone()
+        return int(row[0]) if row else 0
+
     def progress(self, description: str, done: int, total: int) -> None:
         """Report a contributor's progress (shown by the CLI's progress bar)."""
         if self._progress is not None:

@@ -60,7 +60,9 @@ class SemanticIndexContributor:
         """Compute and store the missing vectors; returns how many were embedded."""
         vector = session.backends.vector
         model = self.embedder.name
-        if not session.count_without_vectors(model, EMBEDDED_KINDS):
+        # A store's session may offer the one-query check; without it, every text is read.
+        count = getattr(session, "count_without_vectors", None)
+        if count is not None and not count(model, EMBEDDED_KINDS):
             return {"embedded": 0}
         texts: dict[str, tuple[str, str]] = {
             uri: (digest, text)
