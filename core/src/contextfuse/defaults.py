@@ -14,21 +14,21 @@ from contextfuse.hookspecs import hookimpl
 
 @hookimpl(trylast=True)
 def contextfuse_strategy_selector(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordinator import ConfidenceWeightedSelector, CoordinatorConfig
+    from contextfuse.components.coordination import ConfidenceWeightedSelector, CoordinatorConfig
 
     return ConfidenceWeightedSelector(CoordinatorConfig(**config))
 
 
 @hookimpl(trylast=True)
 def contextfuse_budget_allocator(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordinator import CoordinatorConfig, ProportionalBudgetAllocator
+    from contextfuse.components.coordination import CoordinatorConfig, ProportionalBudgetAllocator
 
     return ProportionalBudgetAllocator(CoordinatorConfig(**config))
 
 
 @hookimpl(trylast=True)
 def contextfuse_strategy_executor(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordinator import CoordinatorConfig, ParallelStrategyExecutor
+    from contextfuse.components.coordination import CoordinatorConfig, ParallelStrategyExecutor
 
     return ParallelStrategyExecutor(CoordinatorConfig(**config))
 

@@ -201,7 +201,7 @@ class ACMSPipeline:
         explain: bool = False,
     ) -> ContextPayload:
         """Run the three phases for ``request`` over ``backends`` and return the payload."""
-        from contextfuse.components.coordinator import StrategyCoordinator
+        from contextfuse.components.coordination import StrategyCoordinator
         from contextfuse.components.fusion import FusionEngine
 
         started = time.perf_counter()
