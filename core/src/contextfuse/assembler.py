@@ -1,7 +1,9 @@
 """Context assembly over a repository: index it, pick the strategies, run the pipeline.
 
-``ContextAssembler`` keeps the plugin manager, registry, pipeline and open index between
-calls, so repeated assemblies pay only for retrieval and fusion.
+``ContextAssembler`` keeps the plugin manager, registry, pipeline and open store between
+calls, so repeated assemblies pay only for retrieval and fusion. It is a context manager:
+``close()`` (or leaving the ``with`` block) closes the store's connections and the executor's
+worker threads.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from contextfuse.backends import BackendSet
@@ -18,6 +21,8 @@ from contextfuse.models import ContextBudget, ContextPayload, ContextRequest, Pl
 from contextfuse.pipeline import ACMSPipeline
 from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
 from contextfuse.registry import StrategyRegistry
+from contextfuse.stores import choose_provider
+from contextfuse.tokenizer import resolve_tokenizer
 
 __all__ = ["ContextAssembler", "assemble_context"]
 
@@ -45,7 +50,7 @@ class ContextAssembler:
         if not self.repo.is_dir():
             raise KnowledgeBaseError(f"{repo}: not a directory")
         self.config = config or load_config(self.repo)
-        configured_dir = self.config.index.get("dir")
+        configured_dir = self.config.index.dir
         self.index_dir = (
             Path(index_dir)
             if index_dir
@@ -54,13 +59,20 @@ class ContextAssembler:
         self.plugin_manager = plugin_manager or make_plugin_manager(
             component_pins=self.config.components
         )
-        self.registry = StrategyRegistry(self.plugin_manager, self.config)
-        self.pipeline = ACMSPipeline(
-            plugin_manager=self.plugin_manager, config=self.config.pipeline_config()
+        self.store = choose_provider(self.plugin_manager, self.config.index.store)
+        self.tokenizer = resolve_tokenizer(self.plugin_manager, self.config.tokenizer.name)
+        self.registry = StrategyRegistry(
+            self.plugin_manager,
+            self.config,
+            provides=frozenset(self.store.provides),
+            for_repository=True,
         )
-        for entry in self.registry.entries():
-            if entry.name not in self.pipeline.strategies:
-                self.pipeline.register_strategy(entry.name, entry.strategy)
+        self.pipeline = ACMSPipeline(
+            plugin_manager=self.plugin_manager,
+            config=self.config.pipeline_config(),
+            tokenizer=self.tokenizer,
+            registry=self.registry,
+        )
         self._backends: BackendSet | None = None
         self._lock = threading.Lock()
 
@@ -69,32 +81,66 @@ class ContextAssembler:
         """What the registry decided that a user should hear about (skipped strategies...)."""
         return list(self.registry.notices)
 
-    def refresh(self, progress: ProgressCallback | None = None) -> Any:
-        """Build or refresh the index (incremental) and reopen it; returns the index stats."""
-        from contextfuse.kb import index
+    def _store_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"dir": str(self.index_dir)} if self.index_dir else {}
+        if self.config.index.store and "://" in self.config.index.store:
+            config["url"] = self.config.index.store
+        return config
 
-        stats = index(
-            self.repo, index_dir=self.index_dir, progress=progress, pm=self.plugin_manager
+    def refresh(self, progress: ProgressCallback | None = None) -> Any:
+        """Build or refresh the store (incremental) and reopen it; returns what the store did.
+
+        A store without an ``index`` method is kept up to date elsewhere: nothing is done.
+        """
+        build = getattr(self.store, "index", None)
+        if build is None:
+            return None
+        self._close_backends()
+        return build(
+            self.repo,
+            self._store_config(),
+            progress=progress,
+            pm=self.plugin_manager,
+            tokenizer=self.tokenizer,
         )
-        with self._lock:
-            self._backends = None
-        return stats
 
     def has_index(self) -> bool:
-        """True when an index exists for the repository."""
-        from contextfuse.kb import index_exists
-
-        return bool(index_exists(self.repo, index_dir=self.index_dir))
+        """True when the store holds an index of the repository."""
+        exists = getattr(self.store, "exists", None)
+        return True if exists is None else bool(exists(self.repo, self._store_config()))
 
     @property
     def backends(self) -> BackendSet:
-        """The open backends of the repository's index (opened on first use)."""
+        """The open backends of the repository's store (opened on first use)."""
         with self._lock:
             if self._backends is None:
-                from contextfuse.kb import open_backends
-
-                self._backends = open_backends(self.repo, index_dir=self.index_dir)
+                opened: BackendSet = self.store.open(self.repo, self._store_config())
+                if opened.tokenizer is None or opened.tokenizer is not self.tokenizer:
+                    opened = opened.model_copy(update={"tokenizer": self.tokenizer})
+                self._backends = opened
             return self._backends
+
+    def _close_backends(self) -> None:
+        with self._lock:
+            backends, self._backends = self._backends, None
+        if backends is not None:
+            backends.close()
+
+    def close(self) -> None:
+        """Close the store's connections and the pipeline's worker threads."""
+        self._close_backends()
+        self.pipeline.close()
+
+    def __enter__(self) -> ContextAssembler:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def assemble(
         self,
@@ -122,7 +168,7 @@ class ContextAssembler:
             )
         )
         backends = self.backends
-        offered = self.registry.offered(backends, strategies)
+        offered = self.registry.offered(backends, strategies, request)
         plan = None
         if request.plan_id and backends.plans is not None:
             plan = backends.plans.get_plan(request.plan_id)
@@ -149,14 +195,14 @@ def assemble_context(
     refresh: bool = True,
 ) -> ContextPayload:
     """Index ``repo`` when needed and assemble context for ``query`` (one-shot convenience)."""
-    assembler = ContextAssembler(repo)
-    if refresh or not assembler.has_index():
-        assembler.refresh()
-    return assembler.assemble(
-        query,
-        budget,
-        reserved=reserved,
-        strategies=strategies,
-        plan_id=plan_id,
-        explain=explain,
-    )
+    with ContextAssembler(repo) as assembler:
+        if refresh or not assembler.has_index():
+            assembler.refresh()
+        return assembler.assemble(
+            query,
+            budget,
+            reserved=reserved,
+            strategies=strategies,
+            plan_id=plan_id,
+            explain=explain,
+        )

@@ -91,3 +91,17 @@ def contextfuse_strategies() -> Sequence[Any]:
     from contextfuse.ranking import RecencyStrategy, RelevanceStrategy, TieredStrategy
 
     return [RelevanceStrategy(), RecencyStrategy(), TieredStrategy()]
+
+
+@hookimpl(trylast=True)
+def contextfuse_backend_providers() -> Sequence[Any]:
+    from contextfuse.stores import SQLiteStoreProvider
+
+    return [SQLiteStoreProvider()]
+
+
+@hookimpl(trylast=True)
+def contextfuse_tokenizers() -> Sequence[Any]:
+    from contextfuse.tokenizer import TiktokenTokenizer
+
+    return [TiktokenTokenizer("cl100k_base"), TiktokenTokenizer("o200k_base")]

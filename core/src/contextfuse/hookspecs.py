@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from contextfuse.slots import SLOTS
+
 if TYPE_CHECKING:
     from contextfuse.components.protocols import (
         BudgetAllocator,
@@ -271,19 +273,5 @@ def contextfuse_assembly_finished(request: ContextRequest, payload: ContextPaylo
     """
 
 
-#: Component slot name -> hook name.
-COMPONENT_HOOKS: dict[str, str] = {
-    name: f"contextfuse_{name}"
-    for name in (
-        "strategy_selector",
-        "budget_allocator",
-        "strategy_executor",
-        "fragment_deduplicator",
-        "detail_depth_resolver",
-        "fragment_scorer",
-        "budget_packer",
-        "fragment_orderer",
-        "preamble_generator",
-        "skeleton_compressor",
-    )
-}
+#: Component slot name -> hook name (from ``contextfuse.slots.SLOTS``).
+COMPONENT_HOOKS: dict[str, str] = {s.name: s.hook for s in SLOTS}

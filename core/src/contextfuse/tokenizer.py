@@ -15,13 +15,14 @@ import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "DEFAULT_ENCODING",
     "TiktokenTokenizer",
     "Tokenizer",
     "default_tokenizer",
+    "resolve_tokenizer",
 ]
 
 DEFAULT_ENCODING = "cl100k_base"
@@ -122,3 +123,25 @@ class TiktokenTokenizer:
 def default_tokenizer() -> Tokenizer:
     """The process-wide default tokenizer (tiktoken ``cl100k_base``)."""
     return TiktokenTokenizer()
+
+
+def resolve_tokenizer(pm: Any, name: str | None) -> Tokenizer:
+    """The tokenizer called ``name`` among those the plugins contribute (hook
+    ``contextfuse_tokenizers``); None: the default. Raise ``ConfigError`` naming the known ones.
+    """
+    if not name:
+        return default_tokenizer()
+    known: list[str] = []
+    for results in pm.hook.contextfuse_tokenizers():
+        for tokenizer in results or ():
+            if tokenizer.name == name:
+                return tokenizer  # type: ignore[no-any-return]
+            known.append(tokenizer.name)
+    from contextfuse.errors import ConfigError
+
+    raise ConfigError(
+        f"[tokenizer] name = {name!r}: no installed plugin contributes that tokenizer; "
+        f"known: {', '.join(known) or '(none)'}",
+        section="tokenizer",
+        key="name",
+    )

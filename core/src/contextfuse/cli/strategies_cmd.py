@@ -34,7 +34,11 @@ def list_strategies(repo: Path, fmt: str) -> None:
         config = load_config(repo)
         registry = StrategyRegistry(make_plugin_manager(component_pins=config.components), config)
         backends = _backends_if_indexed(repo)
-        rows = registry.describe(backends)
+        try:
+            rows = registry.describe(backends)
+        finally:
+            if backends is not None:
+                backends.close()
     except ContextfuseError as exc:
         fail(str(exc))
         return

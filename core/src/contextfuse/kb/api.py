@@ -19,7 +19,14 @@ from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.vector import SQLiteVectorBackend
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
-__all__ = ["index", "index_exists", "index_path", "open_backends", "resolve_root"]
+__all__ = [
+    "index",
+    "index_exists",
+    "index_path",
+    "open_backends",
+    "open_sqlite_backends",
+    "resolve_root",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -99,11 +106,29 @@ def _contributors(pm: Any) -> list[Any]:
     return found
 
 
-def open_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) -> BackendSet:
-    """The backends of an existing index, for strategies to query.
+def open_backends(
+    path: PathLike = ".",
+    *,
+    index_dir: PathLike | None = None,
+    store: str | None = None,
+    pm: Any = None,
+) -> BackendSet:
+    """The backends of a repository's store, from the backend provider ``store`` names.
+
+    ``store`` is a provider name or a URL whose scheme names one (hook
+    ``contextfuse_backend_providers``; ``pm`` is the plugin manager to ask); the default is
+    the embedded SQLite store, see ``open_sqlite_backends``. Close with ``backends.close()``.
+    """
+    from contextfuse.stores import open_store
+
+    return open_store(resolve_root(path), index_dir=index_dir, store=store, pm=pm)
+
+
+def open_sqlite_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) -> BackendSet:
+    """The backends of an existing embedded index, for strategies to query.
 
     ``temporal`` is None when the repository has no git history and ``vector`` is None when
-    no vectors are stored. Close with ``backends.nodes.close()``.
+    no vectors are stored. Close with ``backends.close()``.
 
     :raises KnowledgeBaseError: there is no index, or its file is corrupt, foreign or was
         built by an incompatible version (the message says how to rebuild it).
