@@ -1,5 +1,9 @@
 """contextfuse: context assembly for LLM agents.
 
+This module is what a user calls: ``assemble_context``, ``ContextAssembler``, ``index``,
+``ACMSPipeline``, the data models, the seeds' coordinator and fusion classes, and the errors.
+What a plugin author needs is in ``contextfuse.plugin``.
+
 Public names are imported lazily (PEP 562) so that ``import contextfuse`` and the command
 line start fast; ``from contextfuse import ContextFragment`` works as usual.
 """
@@ -44,6 +48,15 @@ _EXPORTS: dict[str, str] = {
     "default_tokenizer": "contextfuse.tokenizer",
     # pipeline and assembly over a repository
     "ACMSPipeline": "contextfuse.pipeline",
+    "PipelineConfig": "contextfuse.pipeline",
+    # the seeds' phase 1 and phase 2 facades and their configuration
+    "StrategyCoordinator": "contextfuse.components.coordination",
+    "CoordinatorConfig": "contextfuse.components.coordination",
+    "CoordinationResult": "contextfuse.components.coordination",
+    "FusionEngine": "contextfuse.components.fusion",
+    "FusionConfig": "contextfuse.components.fusion",
+    "FusionResult": "contextfuse.components.fusion",
+    "ScorerWeights": "contextfuse.components.fusion",
     "ContextAssembler": "contextfuse.assembler",
     "assemble_context": "contextfuse.assembler",
     # knowledge base
@@ -60,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "ComponentContractError": "contextfuse.errors",
     "ConfigError": "contextfuse.errors",
     "KnowledgeBaseError": "contextfuse.errors",
+    "MissingStrategyError": "contextfuse.errors",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -90,11 +104,23 @@ if TYPE_CHECKING:
         TextBackend,
         VectorBackend,
     )
+    from contextfuse.components.coordination import (
+        CoordinationResult,
+        CoordinatorConfig,
+        StrategyCoordinator,
+    )
+    from contextfuse.components.fusion import (
+        FusionConfig,
+        FusionEngine,
+        FusionResult,
+        ScorerWeights,
+    )
     from contextfuse.errors import (
         ComponentContractError,
         ConfigError,
         ContextfuseError,
         KnowledgeBaseError,
+        MissingStrategyError,
         PluginConflictError,
         PluginLoadError,
         StrategyRegistrationError,
@@ -113,7 +139,7 @@ if TYPE_CHECKING:
         PlanContext,
         StrategyCapabilities,
     )
-    from contextfuse.pipeline import ACMSPipeline
+    from contextfuse.pipeline import ACMSPipeline, PipelineConfig
     from contextfuse.plugins import make_plugin_manager
     from contextfuse.ranking import RecencyStrategy, RelevanceStrategy, TieredStrategy
     from contextfuse.strategy import ContextStrategy, as_strategy
