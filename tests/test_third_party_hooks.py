@@ -47,7 +47,10 @@ def test_the_wrapped_component_still_does_its_job(run_with_path, site):
 
 
 def test_an_installed_backend_provider_opens_the_store_it_names(run_with_path, site, repo):
-    code = f"import contextfuse\nprint(len(contextfuse.open_backends({str(repo)!r}, store='memory').fragments))"
+    code = (
+        "import contextfuse\n"
+        f"print(len(contextfuse.open_backends({str(repo)!r}, store='memory').fragments))"
+    )
     done = run_with_path(["-c", code], site)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "2"
