@@ -56,7 +56,8 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict on the core and on every plugin."""
     session.install("-r", "requirements-dev.txt")
     session.run("mypy")
-    packages = sorted(str(p) for p in ROOT.glob("plugins/*/src/*") if p.is_dir())
+    found = [*ROOT.glob("plugins/*/src/*"), *ROOT.glob("templates/*/src/*")]
+    packages = sorted(str(p) for p in found if p.is_dir())
     session.run("mypy", "--strict", *packages)
 
 
