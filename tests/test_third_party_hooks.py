@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,11 @@ def test_an_installed_plugin_adds_a_command(run_with_path, site, repo):
     done = run_with_path([*CLI, "memory-files", str(repo)], site)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "2 files"
+
+
+def test_contextfuse_plugins_lists_the_wrapper_of_a_slot(run_with_path, site):
+    done = run_with_path([*CLI, "plugins", "--format", "json"], site)
+    assert done.returncode == 0, done.stderr
+    packer = next(s for s in json.loads(done.stdout)["slots"] if s["name"] == "budget_packer")
+    assert packer["wrappers"] == ["packer-wrapper"]
+    assert (packer["protocol"], packer["default"]) == ("BudgetPacker", "GreedyKnapsackPacker")

@@ -245,6 +245,11 @@ class ContextfusePluginManager(pluggy.PluginManager):
             if impl.plugin_name != DEFAULTS_PLUGIN_NAME and not _is_wrapper(impl)
         ]
 
+    def component_wrappers(self, slot_name: str) -> list[str]:
+        """Names of the plugins that wrap the component hook of ``slot_name``."""
+        hook = getattr(self.hook, slot(slot_name).hook)
+        return [impl.plugin_name for impl in hook.get_hookimpls() if _is_wrapper(impl)]
+
     def component_provider(self, slot_name: str) -> str | None:
         """The plugin that fills ``slot_name`` (None: the core default); raises on a conflict."""
         candidates = self.component_candidates(slot_name)
