@@ -66,6 +66,7 @@ __all__ = [
     "IndexSettings",
     "StrategySettings",
     "TokenizerSettings",
+    "check_section",
     "load_config",
     "project_config_path",
     "user_config_path",
@@ -307,6 +308,15 @@ def _check_section(where: _Where, section: str, model: type[BaseModel], table: A
         raise where.error(
             section, key, f"{first['msg']} (got {first.get('input')!r})", valid
         ) from exc
+
+
+def check_section(section: str, table: Mapping[str, Any], source: str = "<code>") -> BaseModel:
+    """Validate one top-level section (``coordinator``, ``fusion``, ``finalize``, ``index``,
+    ``tokenizer``) with its model; raise ``ConfigError`` naming ``source``, the section, the key
+    and the nearest valid key."""
+    return _check_section(
+        _Where([(source, {section: dict(table)})]), section, SECTIONS[section](), table
+    )
 
 
 def _parse(

@@ -23,6 +23,7 @@ from contextfuse.components.protocols import (
     AssembledContext,
     ScoredFragment,
 )
+from contextfuse.config import check_section
 from contextfuse.errors import ComponentContractError
 from contextfuse.models import (
     ContextBudget,
@@ -85,6 +86,10 @@ class ACMSPipeline:
         self.config = (
             config if isinstance(config, PipelineConfig) else PipelineConfig(**(config or {}))
         )
+        # Each section is checked once, here: a typo is a ConfigError naming the key.
+        for section in ("coordinator", "fusion", "finalize"):
+            check_section(section, getattr(self.config, section), source="ACMSPipeline(config=...)")
+        self._fusion_config = _fusion_config(self.config.fusion)
         self.plugin_manager = plugin_manager or make_plugin_manager(
             component_pins=self.config.components
         )
@@ -213,7 +218,7 @@ class ACMSPipeline:
             resolver=self._components["detail_depth_resolver"],
             scorer=self._components["fragment_scorer"],
             packer=self._components["budget_packer"],
-            config=_fusion_config(self.config.fusion),
+            config=self._fusion_config,
         ).fuse(
             coordination.fragments,
             budget,

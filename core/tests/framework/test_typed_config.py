@@ -72,3 +72,10 @@ def test_a_typo_in_a_strategys_settings_suggests_the_nearest_setting(tmp_path, u
         tmp_path, user_file, '[context.strategies."simple-keyword"]\ntimeout_second = 3\n'
     )
     assert error.suggestion == "timeout_seconds"
+
+
+def test_a_typo_in_a_pipeline_config_given_in_code_is_a_config_error(pm):
+    from contextfuse import ACMSPipeline
+
+    with pytest.raises(ConfigError, match=r"\[fusion\] min_fragment_token.*'min_fragment_tokens'"):
+        ACMSPipeline(plugin_manager=pm, config={"fusion": {"min_fragment_token": 3}})
