@@ -172,8 +172,14 @@ class StrategyRegistry:
         return entry.strategy
 
     def unavailable_reason(self, entry: RegistryEntry, backends: BackendSet | None) -> str:
-        """Why ``entry`` cannot run on ``backends`` ("" when it can)."""
+        """Why ``entry`` cannot run on ``backends`` ("" when it can).
+
+        Without backends, only the configured store's declared backends are judged.
+        """
         if backends is None:
+            lacking = self._store_lacks(entry.strategy)
+            if lacking:
+                return f"the configured store cannot provide {', '.join(sorted(lacking))}"
             return ""
         missing = entry.strategy.capabilities.required_backends - backends.available()
         if missing:

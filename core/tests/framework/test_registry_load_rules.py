@@ -101,3 +101,12 @@ def test_a_missing_default_strategy_is_noted_once_however_often_it_is_asked(pm):
 @pytest.mark.parametrize("name", DEFAULT_ENABLED)
 def test_the_default_enabled_list_names_only_strategy_distributions(name):
     assert (PLUGINS / name / "pyproject.toml").is_file()
+
+
+def test_the_strategy_listing_says_why_the_store_cannot_serve_a_strategy(pm):
+    provide(pm, Named("simple-keyword", uses_text=True), Named("plans", uses_plans=True))
+    registry = StrategyRegistry(
+        pm, ContextfuseConfig(enabled=("simple-keyword", "plans")), provides=frozenset({"text"})
+    )
+    row = next(r for r in registry.describe() if r["name"] == "plans")
+    assert not row["available"] and "cannot provide plans" in row["reason"]
