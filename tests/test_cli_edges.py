@@ -6,7 +6,7 @@ import fcntl
 import os
 import subprocess
 import sys
-import time
+import threading
 
 import pytest
 
@@ -79,13 +79,15 @@ def test_a_wait_for_another_processs_index_lock_says_so(cli, repo):
     lock_path = repo / ".contextfuse" / "index.lock"
     with open(lock_path, "a+b") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
+        # Never wait forever, even if the notice does not come.
+        safety = threading.Timer(120, fcntl.flock, (held, fcntl.LOCK_UN))
+        safety.start()
         waiting = subprocess.Popen(
-            [*CLI, "index", str(repo), "--quiet"],
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ},
+            [*CLI, "index", str(repo), "--quiet"], stderr=subprocess.PIPE, text=True
         )
-        time.sleep(1.0)
+        first_line = waiting.stderr.readline()  # written while the lock is still held
         fcntl.flock(held, fcntl.LOCK_UN)
-    _, err = waiting.communicate(timeout=300)
-    assert waiting.returncode == 0 and "waiting for another contextfuse process" in err
+        safety.cancel()
+    waiting.communicate(timeout=300)
+    assert waiting.returncode == 0
+    assert first_line.startswith("waiting for another contextfuse process")
