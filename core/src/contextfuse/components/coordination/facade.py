@@ -153,7 +153,7 @@ class StrategyCoordinator:
 
         errors: list[str] = []
         polled = _poll_guards(pool, errors)
-        chosen = self._selector.select([p for p in polled], req, backend_set)
+        chosen = self._selector.select(polled, req, backend_set)
         candidates = [
             attrs.evolve(c, strategy=c.strategy.strategy)
             if isinstance(c.strategy, _PolledStrategy)
