@@ -115,7 +115,7 @@ class ContextAssembler:
         with self._lock:
             if self._backends is None:
                 opened: BackendSet = self.store.open(self.repo, self._store_config())
-                if opened.tokenizer is None or opened.tokenizer is not self.tokenizer:
+                if opened.tokenizer is not self.tokenizer:  # count with the configured one
                     opened = opened.model_copy(update={"tokenizer": self.tokenizer})
                 self._backends = opened
             return self._backends
