@@ -44,12 +44,28 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
+@nox.session(python=PYTHONS[-1])
+def quick(session: nox.Session) -> None:
+    """The quick loop: every test but the slow ones (pip installs, kill -9 of an indexer)."""
+    session.install("-r", "requirements-dev.txt")
+    session.run("python", "-m", "pytest", "-m", "not slow", *(session.posargs or []))
+
+
 @nox.session(python="3.11")
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict on the core."""
-    _install_core(session)
-    session.install("mypy>=1.10")
+    """mypy --strict on the core and on every plugin."""
+    session.install("-r", "requirements-dev.txt")
     session.run("mypy")
+    found = [*ROOT.glob("plugins/*/src/*"), *ROOT.glob("templates/*/src/*")]
+    packages = sorted(str(p) for p in found if p.is_dir())
+    session.run("mypy", "--strict", *packages)
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """The documentation site, built with mkdocs --strict (a broken link fails)."""
+    session.install("mkdocs>=1.6")
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / ".nox" / "site"))
 
 
 @nox.session(python="3.11")

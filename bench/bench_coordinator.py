@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from contextfuse.backends import BackendSet
-from contextfuse.components.coordinator import CoordinatorConfig, StrategyCoordinator
+from contextfuse.components.coordination import CoordinatorConfig, StrategyCoordinator
 from contextfuse.models import (
     ContextBudget,
     ContextFragment,

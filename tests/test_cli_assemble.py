@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from contextfuse import ContextPayload
+from contextfuse.config import DEFAULT_ENABLED
 
 pytestmark = pytest.mark.slow
 
@@ -130,6 +131,7 @@ def test_strategies_list_shows_capabilities_quality_and_availability(cli, repo):
     assert rows["simple-keyword"]["quality_score"] == 0.3 and rows["simple-keyword"]["available"]
     assert rows["semantic-embedding"]["capabilities"]["uses_vector"]
     assert rows["arce"]["quality_score"] == 0.95 and rows["arce"]["available"]
+    assert set(DEFAULT_ENABLED) <= set(rows)
 
 
 def test_project_context_set_writes_the_project_override(cli, repo):

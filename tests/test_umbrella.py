@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def test_the_umbrella_brings_the_tree_sitter_languages() -> None:
 
 
 def test_the_umbrella_brings_every_default_strategy_that_is_a_distribution() -> None:
-    names = {r.split("=", 1)[0].split("[", 1)[0] for r in _umbrella_requirements()}
+    names = {re.match(r"[A-Za-z0-9_.-]+", r).group(0) for r in _umbrella_requirements()}
     for strategy in DEFAULT_ENABLED:
         if (ROOT / "plugins" / strategy / "pyproject.toml").exists():
             assert f"contextfuse-{strategy}" in names

@@ -74,7 +74,8 @@ def test_an_assembly_promotes_the_files_it_delivers(store: Store, shop: Path) ->
     config = None
     if store.url is not None:
         config = load_config(shop)
-        config = config.model_copy(update={"index": {**config.index, "store": store.url}})
+        index = config.index.model_copy(update={"store": store.url})
+        config = config.model_copy(update={"index": index})
     assembler = ContextAssembler(shop, config=config)
     try:
         payload = assembler.assemble("slugify", 2000)

@@ -1,5 +1,9 @@
 """contextfuse: context assembly for LLM agents.
 
+This module is what a user calls: ``assemble_context``, ``ContextAssembler``, ``index``,
+``ACMSPipeline``, the data models, the seeds' coordinator and fusion classes, and the errors.
+What a plugin author needs is in ``contextfuse.plugin``.
+
 Public names are imported lazily (PEP 562) so that ``import contextfuse`` and the command
 line start fast; ``from contextfuse import ContextFragment`` works as usual.
 """
@@ -46,6 +50,15 @@ _EXPORTS: dict[str, str] = {
     "default_tokenizer": "contextfuse.tokenizer",
     # pipeline and assembly over a repository
     "ACMSPipeline": "contextfuse.pipeline",
+    "PipelineConfig": "contextfuse.pipeline",
+    # the seeds' phase 1 and phase 2 facades and their configuration
+    "StrategyCoordinator": "contextfuse.components.coordination",
+    "CoordinatorConfig": "contextfuse.components.coordination",
+    "CoordinationResult": "contextfuse.components.coordination",
+    "FusionEngine": "contextfuse.components.fusion",
+    "FusionConfig": "contextfuse.components.fusion",
+    "FusionResult": "contextfuse.components.fusion",
+    "ScorerWeights": "contextfuse.components.fusion",
     "ContextAssembler": "contextfuse.assembler",
     "assemble_context": "contextfuse.assembler",
     # knowledge base
@@ -63,9 +76,64 @@ _EXPORTS: dict[str, str] = {
     "ComponentContractError": "contextfuse.errors",
     "ConfigError": "contextfuse.errors",
     "KnowledgeBaseError": "contextfuse.errors",
+    "MissingStrategyError": "contextfuse.errors",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+# Spelled out (not computed) so that type checkers see what is exported.
+__all__ = [
+    "ACMSPipeline",
+    "BackendSet",
+    "ComponentContractError",
+    "ConfigError",
+    "ContextAssembler",
+    "ContextBudget",
+    "ContextFragment",
+    "ContextPayload",
+    "ContextRequest",
+    "ContextStrategy",
+    "ContextStrategyResult",
+    "ContextfuseError",
+    "CoordinationResult",
+    "CoordinatorConfig",
+    "DetailDepth",
+    "FragmentBackend",
+    "FragmentProvenance",
+    "FusionConfig",
+    "FusionEngine",
+    "FusionResult",
+    "GraphBackend",
+    "IndexSession",
+    "IndexStats",
+    "KnowledgeBaseError",
+    "MissingStrategyError",
+    "NodeStore",
+    "PipelineConfig",
+    "PlanContext",
+    "PlanStore",
+    "PluginConflictError",
+    "PluginLoadError",
+    "RecencyStrategy",
+    "RelevanceStrategy",
+    "ScorerWeights",
+    "StrategyCapabilities",
+    "StrategyCoordinator",
+    "StrategyRegistrationError",
+    "TemporalBackend",
+    "TextBackend",
+    "TieredStrategy",
+    "TiktokenTokenizer",
+    "Tokenizer",
+    "UnknownStrategyError",
+    "VectorBackend",
+    "__version__",
+    "as_strategy",
+    "assemble_context",
+    "default_tokenizer",
+    "hookimpl",
+    "index",
+    "make_plugin_manager",
+    "open_backends",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -93,11 +161,23 @@ if TYPE_CHECKING:
         TextBackend,
         VectorBackend,
     )
+    from contextfuse.components.coordination import (
+        CoordinationResult,
+        CoordinatorConfig,
+        StrategyCoordinator,
+    )
+    from contextfuse.components.fusion import (
+        FusionConfig,
+        FusionEngine,
+        FusionResult,
+        ScorerWeights,
+    )
     from contextfuse.errors import (
         ComponentContractError,
         ConfigError,
         ContextfuseError,
         KnowledgeBaseError,
+        MissingStrategyError,
         PluginConflictError,
         PluginLoadError,
         StrategyRegistrationError,
@@ -118,7 +198,7 @@ if TYPE_CHECKING:
         PlanContext,
         StrategyCapabilities,
     )
-    from contextfuse.pipeline import ACMSPipeline
+    from contextfuse.pipeline import ACMSPipeline, PipelineConfig
     from contextfuse.plugins import make_plugin_manager
     from contextfuse.ranking import RecencyStrategy, RelevanceStrategy, TieredStrategy
     from contextfuse.strategy import ContextStrategy, as_strategy

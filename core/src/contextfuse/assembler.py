@@ -1,7 +1,9 @@
 """Context assembly over a repository: index it, pick the strategies, run the pipeline.
 
-``ContextAssembler`` keeps the plugin manager, registry, pipeline and open index between
-calls, so repeated assemblies pay only for retrieval and fusion.
+``ContextAssembler`` keeps the plugin manager, registry, pipeline and open store between
+calls, so repeated assemblies pay only for retrieval and fusion. It is a context manager:
+``close()`` (or leaving the ``with`` block) closes the store's connections and the executor's
+worker threads.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from contextfuse.backends import BackendSet
@@ -19,6 +22,7 @@ from contextfuse.pipeline import ACMSPipeline
 from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
 from contextfuse.registry import StrategyRegistry
 from contextfuse.stores import choose_provider, store_config
+from contextfuse.tokenizer import resolve_tokenizer
 
 __all__ = ["ContextAssembler", "assemble_context"]
 
@@ -46,7 +50,7 @@ class ContextAssembler:
         if not self.repo.is_dir():
             raise KnowledgeBaseError(f"{repo}: not a directory")
         self.config = config or load_config(self.repo)
-        configured_dir = self.config.index.get("dir")
+        configured_dir = self.config.index.dir
         self.index_dir = (
             Path(index_dir)
             if index_dir
@@ -55,15 +59,20 @@ class ContextAssembler:
         self.plugin_manager = plugin_manager or make_plugin_manager(
             component_pins=self.config.components
         )
-        # ``[index] store``: a backend provider's name or a URL (default: the SQLite file).
-        self.store = choose_provider(self.plugin_manager, self.config.index.get("store"))
-        self.registry = StrategyRegistry(self.plugin_manager, self.config)
-        self.pipeline = ACMSPipeline(
-            plugin_manager=self.plugin_manager, config=self.config.pipeline_config()
+        self.store = choose_provider(self.plugin_manager, self.config.index.store)
+        self.tokenizer = resolve_tokenizer(self.plugin_manager, self.config.tokenizer.name)
+        self.registry = StrategyRegistry(
+            self.plugin_manager,
+            self.config,
+            provides=frozenset(self.store.provides),
+            for_repository=True,
         )
-        for entry in self.registry.entries():
-            if entry.name not in self.pipeline.strategies:
-                self.pipeline.register_strategy(entry.name, entry.strategy)
+        self.pipeline = ACMSPipeline(
+            plugin_manager=self.plugin_manager,
+            config=self.config.pipeline_config(),
+            tokenizer=self.tokenizer,
+            registry=self.registry,
+        )
         self._backends: BackendSet | None = None
         self._lock = threading.Lock()
 
@@ -73,30 +82,62 @@ class ContextAssembler:
         return list(self.registry.notices)
 
     def _store_config(self) -> dict[str, Any]:
-        return store_config(self.config.index.get("store"), self.index_dir)
+        return store_config(self.config.index.store, self.index_dir)
 
     def refresh(self, progress: ProgressCallback | None = None) -> Any:
-        """Build or refresh the index (incremental) and reopen it; returns the index stats."""
-        stats = self.store.index(
-            self.repo, self._store_config(), progress=progress, pm=self.plugin_manager
+        """Build or refresh the store (incremental) and reopen it; returns what the store did.
+
+        A store without an ``index`` method is kept up to date elsewhere: nothing is done.
+        """
+        build = getattr(self.store, "index", None)
+        if build is None:
+            return None
+        self._close_backends()
+        return build(
+            self.repo,
+            self._store_config(),
+            progress=progress,
+            pm=self.plugin_manager,
+            tokenizer=self.tokenizer,
         )
-        with self._lock:
-            stale, self._backends = self._backends, None
-        if stale is not None:  # a store's connections (a pool) are released now, not at exit
-            stale.nodes.close()
-        return stats
 
     def has_index(self) -> bool:
-        """True when an index exists for the repository."""
-        return bool(self.store.exists(self.repo, self._store_config()))
+        """True when the store holds an index of the repository."""
+        exists = getattr(self.store, "exists", None)
+        return True if exists is None else bool(exists(self.repo, self._store_config()))
 
     @property
     def backends(self) -> BackendSet:
-        """The open backends of the repository's index (opened on first use)."""
+        """The open backends of the repository's store (opened on first use)."""
         with self._lock:
             if self._backends is None:
-                self._backends = self.store.open(self.repo, self._store_config())
+                opened: BackendSet = self.store.open(self.repo, self._store_config())
+                if opened.tokenizer is not self.tokenizer:  # count with the configured one
+                    opened = opened.model_copy(update={"tokenizer": self.tokenizer})
+                self._backends = opened
             return self._backends
+
+    def _close_backends(self) -> None:
+        with self._lock:
+            backends, self._backends = self._backends, None
+        if backends is not None:
+            backends.close()
+
+    def close(self) -> None:
+        """Close the store's connections and the pipeline's worker threads."""
+        self._close_backends()
+        self.pipeline.close()
+
+    def __enter__(self) -> ContextAssembler:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def assemble(
         self,
@@ -124,7 +165,7 @@ class ContextAssembler:
             )
         )
         backends = self.backends
-        offered = self.registry.offered(backends, strategies)
+        offered = self.registry.offered(backends, strategies, request)
         plan = None
         if request.plan_id and backends.plans is not None:
             plan = backends.plans.get_plan(request.plan_id)
@@ -163,14 +204,14 @@ def assemble_context(
     refresh: bool = True,
 ) -> ContextPayload:
     """Index ``repo`` when needed and assemble context for ``query`` (one-shot convenience)."""
-    assembler = ContextAssembler(repo)
-    if refresh or not assembler.has_index():
-        assembler.refresh()
-    return assembler.assemble(
-        query,
-        budget,
-        reserved=reserved,
-        strategies=strategies,
-        plan_id=plan_id,
-        explain=explain,
-    )
+    with ContextAssembler(repo) as assembler:
+        if refresh or not assembler.has_index():
+            assembler.refresh()
+        return assembler.assemble(
+            query,
+            budget,
+            reserved=reserved,
+            strategies=strategies,
+            plan_id=plan_id,
+            explain=explain,
+        )

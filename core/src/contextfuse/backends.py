@@ -329,6 +329,23 @@ class BackendSet(BaseModel):
         """True when every named backend is present."""
         return all(getattr(self, k, None) is not None for k in kinds)
 
+    def close(self) -> None:
+        """Close every backend that can be closed (each once); the set is unusable after."""
+        seen: set[int] = set()
+        for kind in (*BACKEND_KINDS, "tokenizer"):
+            backend = getattr(self, kind, None)
+            close = getattr(backend, "close", None)
+            if backend is None or id(backend) in seen or not callable(close):
+                continue
+            seen.add(id(backend))
+            close()
+
+    def __enter__(self) -> BackendSet:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     @classmethod
     def coerce(cls, value: BackendSet | Mapping[str, Any] | None) -> BackendSet:
         """Accept a backend set or a mapping ``{kind: backend}``.

@@ -26,16 +26,27 @@ order = "score"                            # score | file | edges
 
 [components]                               # pin a component slot to a plugin
 fragment_scorer = "acme-scorer"
+
+[index]
+dir = ".contextfuse"                       # where the embedded index lives
+store = "sqlite"                           # a backend provider's name, or a URL
+
+[tokenizer]
+name = "tiktoken:cl100k_base"              # a tokenizer a plugin contributes
 ```
+
+Every section is validated by its model when the files are read: an unknown key or a bad
+value is a ``ConfigError`` naming the file, the section, the key and the nearest valid key.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -49,22 +60,29 @@ else:  # pragma: no cover - exercised on 3.10 only
 __all__ = [
     "DEFAULT_ENABLED",
     "FALLBACK_CHAIN",
+    "SECTIONS",
     "ContextfuseConfig",
+    "FinalizeSettings",
+    "IndexSettings",
     "StrategySettings",
+    "TokenizerSettings",
+    "check_section",
     "load_config",
     "project_config_path",
     "user_config_path",
     "write_project_strategies",
 ]
 
-#: The default ``context.strategies.enabled``: the built-in repository strategies. Without a
-#: configured list, a request runs the best of them that the index can serve (the first of
+#: The default ``context.strategies.enabled``: the built-in repository strategies, naming
+#: only strategies that exist as distributions under ``plugins/`` (a test checks it). Without
+#: a configured list, a request runs the best of them that the index can serve (the first of
 #: ``FALLBACK_CHAIN``): arce fuses the others' signals by rank, which beats fusing payloads.
 DEFAULT_ENABLED: tuple[str, ...] = (
     "arce",
     "breadth-depth-navigator",
     "semantic-embedding",
     "simple-keyword",
+    "plan-decision-context",
 )
 
 #: The degradation path, best first (spec/strategy-registry.md).
@@ -90,6 +108,33 @@ class StrategySettings(BaseModel):
     enabled: bool = True
 
 
+class FinalizeSettings(BaseModel):
+    """The ``[finalize]`` section: phase 3 settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    order: Literal["score", "file", "edges"] = "score"
+
+
+class IndexSettings(BaseModel):
+    """The ``[index]`` section: where the knowledge base lives and which store serves it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dir: str | None = Field(default=None, description="Index folder, relative to the repository.")
+    store: str | None = Field(
+        default=None, description="A backend provider's name or a URL; default: sqlite."
+    )
+
+
+class TokenizerSettings(BaseModel):
+    """The ``[tokenizer]`` section: which contributed tokenizer counts tokens."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str | None = Field(default=None, description="e.g. tiktoken:o200k_base")
+
+
 class ContextfuseConfig(BaseModel):
     """The merged configuration."""
 
@@ -105,7 +150,8 @@ class ContextfuseConfig(BaseModel):
     fusion: dict[str, Any] = Field(default_factory=dict)
     finalize: dict[str, Any] = Field(default_factory=dict)
     components: dict[str, str] = Field(default_factory=dict)
-    index: dict[str, Any] = Field(default_factory=dict)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    tokenizer: TokenizerSettings = Field(default_factory=TokenizerSettings)
     sources: tuple[str, ...] = ()
 
     def settings_for(self, name: str) -> StrategySettings:
@@ -178,33 +224,176 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _coordinator_model() -> type[BaseModel]:
+    from contextfuse.components.coordination import CoordinatorConfig
+
+    return CoordinatorConfig
+
+
+def _fusion_model() -> type[BaseModel]:
+    from contextfuse.components.fusion import FusionConfig
+
+    return FusionConfig
+
+
+def _slot_names() -> list[str]:
+    from contextfuse.slots import SLOTS
+
+    return [s.name for s in SLOTS]
+
+
+#: Top-level section -> the model that validates it (``context`` is read separately).
+SECTIONS: dict[str, Callable[[], type[BaseModel]]] = {
+    "coordinator": _coordinator_model,
+    "fusion": _fusion_model,
+    "finalize": lambda: FinalizeSettings,
+    "index": lambda: IndexSettings,
+    "tokenizer": lambda: TokenizerSettings,
+}
+
+
+class _Where:
+    """Finds which file a section or key came from (the project file wins, as in merging)."""
+
+    def __init__(self, files: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        self._files = files
+
+    def file(self, *path: str) -> str:
+        for name, data in reversed(self._files):
+            node: Any = data
+            for part in path:
+                if not isinstance(node, Mapping) or part not in node:
+                    break
+                node = node[part]
+            else:
+                return str(name)
+        return ", ".join(name for name, _ in self._files) or "<configuration>"
+
+    def error(self, section: str, key: str, problem: str, valid: list[str]) -> ConfigError:
+        path = section.split(".") + ([key] if key else [])
+        where = self.file(*path)
+        nearest = difflib.get_close_matches(key, valid, n=1, cutoff=0.5) if key else []
+        hint = f"; did you mean {nearest[0]!r}?" if nearest and nearest[0] != key else ""
+        known = f" (valid keys: {', '.join(sorted(valid))})" if not hint and valid else ""
+        label = f"[{section}] {key}" if key else f"[{section}]"
+        return ConfigError(
+            f"{where}: {label}: {problem}{hint}{known}",
+            file=where,
+            section=section,
+            key=key,
+            suggestion=nearest[0] if nearest else "",
+        )
+
+
+def _model_keys(model: type[BaseModel]) -> list[str]:
+    keys: list[str] = []
+    for name, field in model.model_fields.items():
+        keys.append(name)
+        alias = field.validation_alias
+        choices = getattr(alias, "choices", None)
+        if choices:
+            keys.extend(str(c) for c in choices if isinstance(c, str))
+    return sorted(set(keys))
+
+
+def _check_section(where: _Where, section: str, model: type[BaseModel], table: Any) -> BaseModel:
+    """Validate one section's table with its model, as a ``ConfigError`` that says where."""
+    valid = _model_keys(model)
+    if not isinstance(table, Mapping):
+        raise where.error(section, "", "must be a table of settings", valid)
+    for key in table:
+        if key not in valid:
+            raise where.error(section, str(key), "unknown key", valid)
+    try:
+        return model.model_validate(dict(table))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = str(first["loc"][0]) if first["loc"] else ""
+        raise where.error(
+            section, key, f"{first['msg']} (got {first.get('input')!r})", valid
+        ) from exc
+
+
+def check_section(section: str, table: Mapping[str, Any], source: str = "<code>") -> BaseModel:
+    """Validate one top-level section (``coordinator``, ``fusion``, ``finalize``, ``index``,
+    ``tokenizer``) with its model; raise ``ConfigError`` naming ``source``, the section, the key
+    and the nearest valid key."""
+    return _check_section(
+        _Where([(source, {section: dict(table)})]), section, SECTIONS[section](), table
+    )
+
+
 def _parse(
-    data: Mapping[str, Any], sources: tuple[str, ...], enabled_source: str
+    data: Mapping[str, Any],
+    sources: tuple[str, ...],
+    enabled_source: str,
+    files: Sequence[tuple[str, Mapping[str, Any]]] | None = None,
 ) -> ContextfuseConfig:
-    unknown = set(data) - {"context", "coordinator", "fusion", "finalize", "components", "index"}
-    if unknown:
-        raise ConfigError(f"{', '.join(sources)}: unknown section(s) {sorted(unknown)}")
-    strategies = dict(data.get("context", {}).get("strategies", {}))
+    where = _Where(files if files is not None else [(", ".join(sources), data)])
+    known_sections = ["context", "components", *SECTIONS]
+    for name in data:
+        if name not in known_sections:
+            nearest = difflib.get_close_matches(name, known_sections, n=1, cutoff=0.5)
+            hint = f"; did you mean [{nearest[0]}]?" if nearest else ""
+            raise ConfigError(
+                f"{where.file(name)}: unknown section [{name}]{hint} (sections: "
+                f"{', '.join(known_sections)})",
+                file=where.file(name),
+                section=name,
+                suggestion=nearest[0] if nearest else "",
+            )
+    context = data.get("context", {})
+    if not isinstance(context, Mapping) or set(context) - {"strategies"}:
+        extra = sorted(set(context) - {"strategies"}) if isinstance(context, Mapping) else []
+        raise where.error("context", extra[0] if extra else "", "unknown key", ["strategies"])
+    strategies = dict(context.get("strategies", {}))
     enabled = strategies.get("enabled")
     if enabled is not None and (
         not isinstance(enabled, list) or not all(isinstance(e, str) for e in enabled)
     ):
-        raise ConfigError(f"{enabled_source}: context.strategies.enabled must be a list of names")
+        raise ConfigError(
+            f"{enabled_source}: context.strategies.enabled must be a list of names",
+            file=enabled_source,
+            section="context.strategies",
+            key="enabled",
+        )
     settings: dict[str, StrategySettings] = {}
     for name, table in strategies.items():
         if name in _RESERVED_KEYS:
             continue
+        section = f'context.strategies."{name}"'
         if not isinstance(table, Mapping):
-            raise ConfigError(
-                f"{', '.join(sources)}: context.strategies.{name} must be a table of settings"
+            raise where.error(
+                "context.strategies", name, "must be a table of settings", sorted(_RESERVED_KEYS)
             )
         try:
-            settings[name] = StrategySettings(**table)
-        except ValidationError as exc:
+            checked = _check_section(where, section, StrategySettings, table)
+        except ConfigError as exc:
             raise ConfigError(
-                f"{', '.join(sources)}: invalid settings for strategy {name!r}: "
-                + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+                f"invalid settings for strategy {name!r}: {exc}",
+                file=exc.file,
+                section=exc.section,
+                key=exc.key,
+                suggestion=exc.suggestion,
             ) from exc
+        assert isinstance(checked, StrategySettings)
+        settings[name] = checked
+    checked_sections: dict[str, BaseModel] = {}
+    for section, model in SECTIONS.items():
+        if section in data:
+            checked_sections[section] = _check_section(where, section, model(), data[section])
+    components = data.get("components", {})
+    slots = _slot_names()
+    if not isinstance(components, Mapping):
+        raise where.error("components", "", "must be a table of slot = plugin", slots)
+    for key, value in components.items():
+        if key not in slots:
+            raise where.error("components", str(key), "unknown component slot", slots)
+        if not isinstance(value, str):
+            raise where.error("components", str(key), "must be a plugin name (a string)", slots)
+    finalize = checked_sections.get("finalize")
+    index = checked_sections.get("index")
+    tokenizer = checked_sections.get("tokenizer")
     try:
         return ContextfuseConfig(
             enabled=tuple(enabled) if enabled is not None else None,
@@ -213,9 +402,12 @@ def _parse(
             strategy_settings=settings,
             coordinator=dict(data.get("coordinator", {})),
             fusion=dict(data.get("fusion", {})),
-            finalize=dict(data.get("finalize", {})),
-            components=dict(data.get("components", {})),
-            index=dict(data.get("index", {})),
+            finalize=finalize.model_dump(exclude_unset=True) if finalize else {},
+            components=dict(components),
+            index=index if isinstance(index, IndexSettings) else IndexSettings(),
+            tokenizer=tokenizer
+            if isinstance(tokenizer, TokenizerSettings)
+            else TokenizerSettings(),
             sources=sources,
         )
     except ValidationError as exc:
@@ -234,7 +426,8 @@ def load_config(repo: Path | str | None = None) -> ContextfuseConfig:
         enabled_source = str(project_path)
     elif user.get("context", {}).get("strategies", {}).get("enabled") is not None:
         enabled_source = str(user_path)
-    return _parse(_merge(user, project), sources, enabled_source)
+    files = [(str(p), d) for p, d in ((user_path, user), (project_path, project)) if p and d]
+    return _parse(_merge(user, project), sources, enabled_source, files)
 
 
 def write_project_strategies(repo: Path | str, strategies: list[str]) -> Path:

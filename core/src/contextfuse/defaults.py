@@ -14,21 +14,21 @@ from contextfuse.hookspecs import hookimpl
 
 @hookimpl(trylast=True)
 def contextfuse_strategy_selector(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordinator import ConfidenceWeightedSelector, CoordinatorConfig
+    from contextfuse.components.coordination import ConfidenceWeightedSelector, CoordinatorConfig
 
     return ConfidenceWeightedSelector(CoordinatorConfig(**config))
 
 
 @hookimpl(trylast=True)
 def contextfuse_budget_allocator(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordinator import CoordinatorConfig, ProportionalBudgetAllocator
+    from contextfuse.components.coordination import CoordinatorConfig, ProportionalBudgetAllocator
 
     return ProportionalBudgetAllocator(CoordinatorConfig(**config))
 
 
 @hookimpl(trylast=True)
 def contextfuse_strategy_executor(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordinator import CoordinatorConfig, ParallelStrategyExecutor
+    from contextfuse.components.coordination import CoordinatorConfig, ParallelStrategyExecutor
 
     return ParallelStrategyExecutor(CoordinatorConfig(**config))
 
@@ -91,3 +91,17 @@ def contextfuse_strategies() -> Sequence[Any]:
     from contextfuse.ranking import RecencyStrategy, RelevanceStrategy, TieredStrategy
 
     return [RelevanceStrategy(), RecencyStrategy(), TieredStrategy()]
+
+
+@hookimpl(trylast=True)
+def contextfuse_backend_providers() -> Sequence[Any]:
+    from contextfuse.stores import SQLiteStoreProvider
+
+    return [SQLiteStoreProvider()]
+
+
+@hookimpl(trylast=True)
+def contextfuse_tokenizers() -> Sequence[Any]:
+    from contextfuse.tokenizer import TiktokenTokenizer
+
+    return [TiktokenTokenizer("cl100k_base"), TiktokenTokenizer("o200k_base")]

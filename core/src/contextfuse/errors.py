@@ -54,7 +54,30 @@ class ComponentContractError(ContextfuseError):
 
 
 class ConfigError(ContextfuseError):
-    """A configuration file or value is invalid."""
+    """A configuration file or value is invalid.
+
+    When it comes from a file, ``file``, ``section`` and ``key`` say where, and
+    ``suggestion`` is the nearest valid key (or "").
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str = "",
+        section: str = "",
+        key: str = "",
+        suggestion: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.file = file
+        self.section = section
+        self.key = key
+        self.suggestion = suggestion
+
+
+class MissingStrategyError(ConfigError):
+    """No installed strategy can do what is asked; the message names the distribution to install."""
 
 
 class KnowledgeBaseError(ContextfuseError):

@@ -1,6 +1,6 @@
 """Every hook a contextfuse plugin can implement (pluggy project name ``contextfuse``).
 
-Two kinds of hook:
+Two kinds of hook (the component slots are listed once, in ``contextfuse.slots``):
 
 * **Component hooks** (``firstresult``): one per pipeline component. Each returns an object
   implementing the component's protocol (``contextfuse.components.protocols``), or ``None``
@@ -12,8 +12,10 @@ Two kinds of hook:
   (strategies, backends, index contributors, tokenizers, model providers, CLI commands) or
   notified (``contextfuse_assembly_finished``).
 
-All hooks are called with keyword arguments; an implementation may accept fewer arguments
-than the specification lists (pluggy's opt-in arguments).
+All hooks are called through pluggy with keyword arguments; an implementation may accept
+fewer arguments than the specification lists (pluggy's opt-in arguments), and pluggy's
+``tryfirst``, ``trylast`` and ``wrapper=True`` apply. ``CONTEXTFUSE_TRACE_HOOKS=1`` prints every
+hook call on standard error.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+from contextfuse.slots import SLOTS
 
 if TYPE_CHECKING:
     from contextfuse.components.protocols import (
@@ -216,9 +220,12 @@ def contextfuse_strategies() -> Sequence[ContextStrategy]:
 def contextfuse_backend_providers() -> Sequence[Any]:
     """Contribute knowledge-base backend providers (e.g. a PostgreSQL store).
 
-    Called when an index is opened or built. Returns objects with a ``name`` and an
-    ``open(root, config) -> BackendSet`` method. All results are collected; configuration
-    chooses one by name (default: the embedded SQLite store).
+    Called when ``open_backends`` or a ``ContextAssembler`` opens a repository's store.
+    Returns objects with a ``name``, the backend kinds they ``provides`` and an
+    ``open(root, config) -> BackendSet`` method (optionally ``index(root, config, **options)``
+    and ``exists(root, config)``); see ``contextfuse.plugin.BackendProvider``. All results are
+    collected; ``[index] store`` chooses one by name or URL scheme (default: the embedded
+    SQLite store, ``sqlite``, which the core provides through this hook).
     """
 
 
@@ -237,8 +244,10 @@ def contextfuse_index_contributors() -> Sequence[Any]:
 def contextfuse_tokenizers() -> Sequence[Tokenizer]:
     """Contribute tokenizers.
 
-    Called when configuration names a tokenizer (``[tokenizer] name``). Returns tokenizer
-    objects. All results are collected and the one whose ``name`` matches is used.
+    Called when configuration names a tokenizer (``[tokenizer] name``) as a
+    ``ContextAssembler`` is built. Returns tokenizer objects (``contextfuse.plugin.Tokenizer``).
+    All results are collected and the one whose ``name`` matches is used; the core contributes
+    ``tiktoken:cl100k_base`` (the default) and ``tiktoken:o200k_base``.
     """
 
 
@@ -253,6 +262,34 @@ def contextfuse_model_providers() -> Sequence[Any]:
     ModelReply``, which answers within ``call.timeout_s`` and raises ``ProviderError`` on
     failure. All results are collected; a name already taken (``offline`` is built in) is an
     error naming the plugin.
+
+    A provider receives two kinds of call. ``call.kind == "decision"``: ``call.payload`` is
+    ``{"question", "choices", "items": [{"id", "choices", "text", "signals"}]}`` and the reply
+    text must be ``{"decisions": [{"id", "choice"}]}``. ``call.kind == "generation"``:
+    ``call.payload`` is ``{"instruction", "records": [{"id", "text"}]}`` and the reply is
+    ``{"summaries": [{"id", "summary"}]}``. ``call.messages`` carries the same request as OpenAI
+    chat messages for providers that forward it to a model. ``ModelReply`` also carries
+    ``finish_reason`` (``"length"`` means truncated), token usage and ``cost_usd`` (None when
+    unknown).
+
+    ```python
+    import json
+    from contextfuse import hookimpl
+    from contextfuse.flow import ModelCall, ModelReply
+
+
+    class KeepEverything:
+        name = "keep-everything"
+
+        def complete(self, call: ModelCall) -> ModelReply:
+            rows = [{"id": i["id"], "choice": "keep"} for i in call.payload.get("items", [])]
+            return ModelReply(json.dumps({"decisions": rows}), cost_usd=0.0)
+
+
+    @hookimpl
+    def contextfuse_model_providers():
+        return [KeepEverything()]
+    ```
     """
 
 
@@ -276,19 +313,5 @@ def contextfuse_assembly_finished(request: ContextRequest, payload: ContextPaylo
     """
 
 
-#: Component slot name -> hook name.
-COMPONENT_HOOKS: dict[str, str] = {
-    name: f"contextfuse_{name}"
-    for name in (
-        "strategy_selector",
-        "budget_allocator",
-        "strategy_executor",
-        "fragment_deduplicator",
-        "detail_depth_resolver",
-        "fragment_scorer",
-        "budget_packer",
-        "fragment_orderer",
-        "preamble_generator",
-        "skeleton_compressor",
-    )
-}
+#: Component slot name -> hook name (from ``contextfuse.slots.SLOTS``).
+COMPONENT_HOOKS: dict[str, str] = {s.name: s.hook for s in SLOTS}

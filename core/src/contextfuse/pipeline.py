@@ -23,7 +23,8 @@ from contextfuse.components.protocols import (
     AssembledContext,
     ScoredFragment,
 )
-from contextfuse.errors import ComponentContractError, UnknownStrategyError
+from contextfuse.config import check_section
+from contextfuse.errors import ComponentContractError
 from contextfuse.models import (
     ContextBudget,
     ContextFragment,
@@ -32,42 +33,17 @@ from contextfuse.models import (
     PlanContext,
 )
 from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
+from contextfuse.registry import StrategyRegistry
+from contextfuse.slots import SLOTS
 from contextfuse.strategy import ContextStrategy, RenamedStrategy, as_strategy
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
-from contextfuse.validation import validate_strategy
 
 __all__ = ["ACMSPipeline", "PipelineConfig"]
 
-log = logging.getLogger("contextfuse.pipeline")
+log = logging.getLogger(__name__)
 
 #: Below this many unspent tokens, refilling is not worth another strategy call.
 _MIN_REFILL = 64
-
-_PHASE_OF = {
-    "strategy_selector": "coordinator",
-    "budget_allocator": "coordinator",
-    "strategy_executor": "coordinator",
-    "fragment_deduplicator": "fusion",
-    "detail_depth_resolver": "fusion",
-    "fragment_scorer": "fusion",
-    "budget_packer": "fusion",
-    "fragment_orderer": "finalize",
-    "preamble_generator": "finalize",
-    "skeleton_compressor": "finalize",
-}
-
-_PROTOCOL_METHOD = {
-    "strategy_selector": "select",
-    "budget_allocator": "allocate",
-    "strategy_executor": "execute",
-    "fragment_deduplicator": "deduplicate",
-    "detail_depth_resolver": "resolve",
-    "fragment_scorer": "score",
-    "budget_packer": "pack",
-    "fragment_orderer": "order",
-    "preamble_generator": "generate",
-    "skeleton_compressor": "compress",
-}
 
 
 class PipelineConfig(BaseModel):
@@ -101,6 +77,7 @@ class ACMSPipeline:
         plugin_manager: ContextfusePluginManager | None = None,
         config: PipelineConfig | Mapping[str, Any] | None = None,
         tokenizer: Tokenizer | None = None,
+        registry: StrategyRegistry | None = None,
         **components: Any,
     ) -> None:
         unknown = set(components) - set(COMPONENT_NAMES)
@@ -112,6 +89,10 @@ class ACMSPipeline:
         self.config = (
             config if isinstance(config, PipelineConfig) else PipelineConfig(**(config or {}))
         )
+        # Each section is checked once, here: a typo is a ConfigError naming the key.
+        for section in ("coordinator", "fusion", "finalize"):
+            check_section(section, getattr(self.config, section), source="ACMSPipeline(config=...)")
+        self._fusion_config = _fusion_config(self.config.fusion)
         self.plugin_manager = plugin_manager or make_plugin_manager(
             component_pins=self.config.components
         )
@@ -119,23 +100,33 @@ class ACMSPipeline:
             self.plugin_manager.component_pins.update(self.config.components)
         self.tokenizer = tokenizer or default_tokenizer()
         self._components: dict[str, Any] = {}
-        for slot in COMPONENT_NAMES:
-            component = components.get(slot)
+        for entry in SLOTS:
+            component = components.get(entry.name)
             if component is None:
-                section = getattr(self.config, _PHASE_OF[slot])
-                component = self.plugin_manager.make_component(slot, section)
-            if not callable(getattr(component, _PROTOCOL_METHOD[slot], None)):
+                section = getattr(self.config, entry.section)
+                component = self.plugin_manager.make_component(entry.name, section)
+            if not callable(getattr(component, entry.method, None)):
                 raise ComponentContractError(
-                    f"component {slot!r} ({type(component).__qualname__}) has no "
-                    f"{_PROTOCOL_METHOD[slot]}() method"
+                    f"component {entry.name!r} ({type(component).__qualname__}) has no "
+                    f"{entry.method}() method"
                 )
-            self._components[slot] = component
-        self._strategies: dict[str, ContextStrategy] = {
-            source.strategy.name: source.strategy
-            for source in self.plugin_manager.strategy_sources()
-        }
+            self._components[entry.name] = component
+        self.registry = registry or StrategyRegistry(self.plugin_manager)
 
     # ---- components and strategies ----------------------------------------------------------
+
+    def close(self) -> None:
+        """Release what the components hold (the executor's worker threads)."""
+        for component in self._components.values():
+            close = getattr(component, "close", None)
+            if callable(close):
+                close()
+
+    def __enter__(self) -> ACMSPipeline:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def component(self, slot: str) -> Any:
         """The object filling component ``slot``."""
@@ -143,26 +134,20 @@ class ACMSPipeline:
 
     @property
     def strategies(self) -> dict[str, ContextStrategy]:
-        """Registered strategies by name."""
-        return dict(self._strategies)
+        """Registered strategies by name (the registry's, enabled or not)."""
+        return {entry.name: entry.strategy for entry in self.registry.entries()}
 
     def register_strategy(self, name: str, strategy: Any) -> None:
         """Register ``strategy`` under ``name`` (v1 strategies are adapted)."""
         adapted = as_strategy(strategy, name)
         if adapted.name != name:
             adapted = RenamedStrategy(adapted, name)
-        validate_strategy(adapted)
-        self._strategies[name] = adapted
+        self.registry.register(name, adapted)
 
     def _resolve_strategies(self, names: Sequence[str] | None) -> list[ContextStrategy]:
         if names is None:
-            return list(self._strategies.values())
-        chosen = []
-        for name in names:
-            if name not in self._strategies:
-                raise UnknownStrategyError(name, list(self._strategies))
-            chosen.append(self._strategies[name])
-        return chosen
+            return [entry.strategy for entry in self.registry.entries()]
+        return [self.registry.get(name) for name in names]
 
     # ---- the v1 API -------------------------------------------------------------------------
 
@@ -204,7 +189,7 @@ class ACMSPipeline:
         explain: bool = False,
     ) -> ContextPayload:
         """Run the three phases for ``request`` over ``backends`` and return the payload."""
-        from contextfuse.components.coordinator import StrategyCoordinator
+        from contextfuse.components.coordination import StrategyCoordinator
         from contextfuse.components.fusion import FusionEngine
 
         started = time.perf_counter()
@@ -236,7 +221,7 @@ class ACMSPipeline:
             resolver=self._components["detail_depth_resolver"],
             scorer=self._components["fragment_scorer"],
             packer=self._components["budget_packer"],
-            config=_fusion_config(self.config.fusion),
+            config=self._fusion_config,
         ).fuse(
             coordination.fragments,
             budget,
@@ -352,14 +337,13 @@ class ACMSPipeline:
         return max(0, min(share, self.config.preamble_max_tokens))
 
     def _notify(self, request: ContextRequest, payload: ContextPayload) -> None:
-        for impl in self.plugin_manager.hook.contextfuse_assembly_finished.get_hookimpls():
+        # One call per observer, so that one failing observer does not silence the others.
+        observers = self.plugin_manager.each_implementation("contextfuse_assembly_finished")
+        for plugin_name, caller in observers:
             try:
-                kwargs = {"request": request, "payload": payload}
-                impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
+                caller(request=request, payload=payload)
             except Exception:
-                log.exception(
-                    "observer %s failed in contextfuse_assembly_finished", impl.plugin_name
-                )
+                log.exception("observer %s failed in contextfuse_assembly_finished", plugin_name)
 
 
 def _fusion_config(section: Mapping[str, Any]) -> Any:

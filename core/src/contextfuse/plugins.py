@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
 import attrs
@@ -20,11 +21,13 @@ import pluggy
 
 from contextfuse import hookspecs
 from contextfuse.errors import PluginConflictError, PluginLoadError, StrategyRegistrationError
-from contextfuse.hookspecs import COMPONENT_HOOKS, PROJECT_NAME
+from contextfuse.hookspecs import PROJECT_NAME
+from contextfuse.slots import SLOTS, slot
 
 __all__ = [
     "DEFAULTS_PLUGIN_NAME",
     "ENTRY_POINT_GROUP",
+    "TRACE_ENV",
     "ContextfusePluginManager",
     "LoadedPlugin",
     "PluginFailure",
@@ -32,10 +35,12 @@ __all__ = [
     "make_plugin_manager",
 ]
 
-log = logging.getLogger("contextfuse.plugins")
+log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "contextfuse"
 DEFAULTS_PLUGIN_NAME = "contextfuse.defaults"
+#: Set to 1 to print every hook call (name, arguments, results) on standard error.
+TRACE_ENV = "CONTEXTFUSE_TRACE_HOOKS"
 
 OnError = Literal["warn", "raise"]
 
@@ -146,10 +151,10 @@ class ContextfusePluginManager(pluggy.PluginManager):
         from contextfuse.validation import validate_strategy
 
         taken = {s.strategy.name: s.plugin for s in self.strategy_sources(exclude=plugin_name)}
-        for impl in self.hook.contextfuse_strategies.get_hookimpls():
-            if impl.plugin_name != plugin_name:
+        for name, caller in self.each_implementation("contextfuse_strategies"):
+            if name != plugin_name:
                 continue
-            for raw in _results(impl.function()):
+            for raw in _collected(caller()):
                 strategy = as_strategy(raw)
                 validate_strategy(strategy)
                 if strategy.name in taken:
@@ -197,6 +202,21 @@ class ContextfusePluginManager(pluggy.PluginManager):
                 self.failures.append(failure)
                 log.warning("skipped %s", failure.describe())
 
+    # ---- calling hooks ----------------------------------------------------------------------
+
+    def each_implementation(self, hook_name: str) -> Iterator[tuple[str, Any]]:
+        """``(plugin name, caller)`` for each plugin implementing a collecting hook.
+
+        Each caller is pluggy's subset hook caller holding that plugin's implementation and
+        every wrapper, so wrappers, tracing and ``tryfirst``/``trylast`` apply, and what comes
+        back can be attributed to its plugin (or one failure isolated from the others).
+        """
+        hook = getattr(self.hook, hook_name)
+        plain = [impl for impl in hook.get_hookimpls() if not _is_wrapper(impl)]
+        for impl in reversed(plain):  # pluggy calls the last registered first
+            others = [other.plugin for other in plain if other is not impl]
+            yield impl.plugin_name, self.subset_hook_caller(hook_name, remove_plugins=others)
+
     # ---- strategies -------------------------------------------------------------------------
 
     def strategy_sources(self, *, exclude: str | None = None) -> list[StrategySource]:
@@ -204,71 +224,88 @@ class ContextfusePluginManager(pluggy.PluginManager):
         from contextfuse.strategy import as_strategy
 
         found: list[StrategySource] = []
-        # get_hookimpls() is in registration order; call each to know who contributed what.
-        for impl in self.hook.contextfuse_strategies.get_hookimpls():
-            if impl.plugin_name == exclude:
+        for plugin_name, caller in self.each_implementation("contextfuse_strategies"):
+            if plugin_name == exclude:
                 continue
-            for raw in _results(impl.function()):
-                found.append(StrategySource(as_strategy(raw), impl.plugin_name))
+            for raw in _collected(caller()):
+                found.append(StrategySource(as_strategy(raw), plugin_name))
         return found
 
     # ---- component slots ------------------------------------------------------------------
 
-    def component_candidates(self, slot: str) -> list[str]:
-        """Names of the non-default plugins implementing the component hook of ``slot``."""
-        hook = getattr(self.hook, COMPONENT_HOOKS[slot])
+    def component_candidates(self, slot_name: str) -> list[str]:
+        """Names of the non-default plugins implementing the component hook of ``slot_name``.
+
+        Wrappers (``wrapper=True``) are not candidates: they wrap whichever plugin answers.
+        """
+        hook = getattr(self.hook, slot(slot_name).hook)
         return [
             impl.plugin_name
             for impl in hook.get_hookimpls()
-            if impl.plugin_name != DEFAULTS_PLUGIN_NAME
+            if impl.plugin_name != DEFAULTS_PLUGIN_NAME and not _is_wrapper(impl)
         ]
 
-    def component_provider(self, slot: str) -> str | None:
-        """The plugin that fills ``slot`` (None: the core default); raises on a conflict."""
-        candidates = self.component_candidates(slot)
-        pin = self.component_pins.get(slot)
+    def component_wrappers(self, slot_name: str) -> list[str]:
+        """Names of the plugins that wrap the component hook of ``slot_name``."""
+        hook = getattr(self.hook, slot(slot_name).hook)
+        return [impl.plugin_name for impl in hook.get_hookimpls() if _is_wrapper(impl)]
+
+    def component_provider(self, slot_name: str) -> str | None:
+        """The plugin that fills ``slot_name`` (None: the core default); raises on a conflict."""
+        candidates = self.component_candidates(slot_name)
+        pin = self.component_pins.get(slot_name)
         if pin is not None:
             if pin == DEFAULTS_PLUGIN_NAME or pin == "default":
                 return None
             if pin not in candidates:
                 raise PluginConflictError(
-                    f"configuration pins component {slot!r} to plugin {pin!r}, which does not "
-                    f"implement it; candidates: {candidates or ['(none)']}"
+                    f"configuration pins component {slot_name!r} to plugin {pin!r}, which does "
+                    f"not implement it; candidates: {candidates or ['(none)']}"
                 )
             return pin
         if len(candidates) > 1:
             raise PluginConflictError(
-                f"plugins {sorted(candidates)} all provide the component {slot!r}; choose one "
-                f'in configuration: [components] {slot} = "<plugin name>"'
+                f"plugins {sorted(candidates)} all provide the component {slot_name!r}; choose "
+                f'one in configuration: [components] {slot_name} = "<plugin name>"'
             )
         return candidates[0] if candidates else None
 
-    def make_component(self, slot: str, config: Mapping[str, Any]) -> Any:
-        """Build the component of ``slot``: the providing plugin's, else the core default."""
-        hook = getattr(self.hook, COMPONENT_HOOKS[slot])
-        provider = self.component_provider(slot)
-        order = [provider] if provider else []
-        order.append(DEFAULTS_PLUGIN_NAME)
-        impls = {impl.plugin_name: impl for impl in hook.get_hookimpls()}
-        for plugin_name in order:
-            impl = impls.get(plugin_name)
-            if impl is None:
-                continue
-            kwargs = {"config": dict(config)} if "config" in impl.argnames else {}
-            component = impl.function(**kwargs)
-            if component is not None:
-                return component
-        raise PluginConflictError(f"no plugin provides the component {slot!r}")
+    def make_component(self, slot_name: str, config: Mapping[str, Any]) -> Any:
+        """Build the component of ``slot_name`` by calling its hook.
+
+        The providing plugin answers first, then the core default; the other candidates are
+        left out of the call (pluggy's subset hook caller), wrappers stay in.
+        """
+        hook_name = slot(slot_name).hook
+        provider = self.component_provider(slot_name)
+        hook = getattr(self.hook, hook_name)
+        left_out = [
+            impl.plugin
+            for impl in hook.get_hookimpls()
+            if not _is_wrapper(impl) and impl.plugin_name not in (provider, DEFAULTS_PLUGIN_NAME)
+        ]
+        caller = self.subset_hook_caller(hook_name, remove_plugins=left_out) if left_out else hook
+        component = caller(config=dict(config))
+        if component is None:
+            raise PluginConflictError(f"no plugin provides the component {slot_name!r}")
+        return component
 
     def slot_table(self) -> dict[str, str]:
         """Which plugin fills each of the ten component slots (or why none can)."""
         table: dict[str, str] = {}
-        for slot in COMPONENT_HOOKS:
+        for entry in SLOTS:
             try:
-                table[slot] = self.component_provider(slot) or DEFAULTS_PLUGIN_NAME
+                table[entry.name] = self.component_provider(entry.name) or DEFAULTS_PLUGIN_NAME
             except PluginConflictError as exc:
-                table[slot] = f"CONFLICT: {exc}"
+                table[entry.name] = f"CONFLICT: {exc}"
         return table
+
+    # ---- tracing ----------------------------------------------------------------------------
+
+    def trace_hook_calls(self) -> None:
+        """Print every hook call, its arguments and its results on standard error."""
+        self.trace.root.setwriter(sys.stderr.write)
+        self.enable_tracing()
 
 
 def make_plugin_manager(
@@ -291,6 +328,9 @@ def make_plugin_manager(
     :param only: load only these entry-point or distribution names.
     :param component_pins: ``{slot: plugin name}`` settling which plugin fills a slot.
     :param defaults: register the core's default components and ranking strategies.
+
+    With ``CONTEXTFUSE_TRACE_HOOKS=1`` in the environment every hook call is printed on
+    standard error.
     """
     pm = ContextfusePluginManager()
     if defaults:
@@ -310,16 +350,22 @@ def make_plugin_manager(
     if autoload is None:
         autoload = os.environ.get("CONTEXTFUSE_PLUGIN_AUTOLOAD", "1") != "0"
     env_block = [b for b in os.environ.get("CONTEXTFUSE_DISABLE_PLUGINS", "").split(",") if b]
+    if os.environ.get(TRACE_ENV, "0") not in ("", "0"):
+        pm.trace_hook_calls()
     if autoload:
         pm.load_entry_points(on_error=on_error, block=[*block, *env_block], only=only)
     return pm
 
 
-def _results(value: object) -> Iterable[Any]:
-    """A collecting hook's return value as an iterable (None: nothing)."""
-    if value is None:
-        return ()
-    return cast(Iterable[Any], value)
+def _collected(results: Iterable[Any]) -> Iterator[Any]:
+    """The items of a collecting hook's results (a list of sequences; None counts as none)."""
+    for value in results:
+        if value is not None:
+            yield from cast(Iterable[Any], value)
+
+
+def _is_wrapper(impl: Any) -> bool:
+    return bool(getattr(impl, "wrapper", False) or getattr(impl, "hookwrapper", False))
 
 
 def _core_version() -> str:

@@ -1,9 +1,13 @@
-"""The strategy registry: installed plugins plus configured custom strategies.
+"""The strategy registry: installed plugins plus configured custom strategies, in one place.
 
-It applies the spec's three validation rules at load time, resolves the enabled list
-(configured, or the spec's defaults with the uninstalled ones skipped), and decides which
-strategies are offered for a given index: a strategy whose backends the index lacks is not
-offered, and the fallback chain guarantees that some strategy produces context.
+At load time it applies the spec's three validation rules, resolves the enabled list
+(configured, or ``DEFAULT_ENABLED`` with the uninstalled ones noted once), reports strategies
+whose required backends the configured store cannot provide, and, for assembly over a
+repository, checks that the fallback chain (arce -> breadth-depth-navigator ->
+semantic-embedding -> simple-keyword) reaches a text strategy. Per request it decides which
+strategies are offered: a strategy whose backends the index lacks, or whose declared
+``resource_types`` do not match the request's, is not offered, and the fallback chain
+guarantees that some strategy produces context.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import attrs
 
 from contextfuse.backends import BackendSet
 from contextfuse.config import DEFAULT_ENABLED, FALLBACK_CHAIN, ContextfuseConfig
-from contextfuse.errors import ConfigError, StrategyRegistrationError
+from contextfuse.errors import ConfigError, MissingStrategyError, StrategyRegistrationError
+from contextfuse.models import ContextRequest
 from contextfuse.plugins import ContextfusePluginManager
 from contextfuse.strategy import ContextStrategy, as_strategy
 from contextfuse.validation import validate_strategy
@@ -35,12 +40,36 @@ class RegistryEntry:
     reason: str = ""  # why it is disabled, when it is
 
 
-class StrategyRegistry:
-    """Strategies by name, validated, with the enabled list resolved."""
+#: The distribution that provides the last strategy of the fallback chain (text search).
+TEXT_STRATEGY_DISTRIBUTION = "contextfuse-simple-keyword"
+#: The strategy that brings a plan's context; by default it joins requests with a plan id.
+PLAN_STRATEGY = "plan-decision-context"
 
-    def __init__(self, plugin_manager: ContextfusePluginManager, config: ContextfuseConfig) -> None:
+
+class StrategyRegistry:
+    """Strategies by name, validated once, with the enabled list resolved.
+
+    :param plugin_manager: supplies the plugins' strategies.
+    :param config: the enabled list, custom strategies and per-strategy settings (default:
+        an empty configuration).
+    :param provides: the backend kinds the configured store can provide (a backend
+        provider's ``provides``); None when unknown (strategies over pre-fetched fragments).
+    :param for_repository: this registry serves assembly over a repository: the fallback
+        chain must reach a text strategy the store can serve, else ``MissingStrategyError``.
+    """
+
+    def __init__(
+        self,
+        plugin_manager: ContextfusePluginManager,
+        config: ContextfuseConfig | None = None,
+        *,
+        provides: frozenset[str] | None = None,
+        for_repository: bool = False,
+    ) -> None:
+        config = config or ContextfuseConfig()
         self.config = config
-        self.notices: list[str] = []
+        self.provides = provides
+        self._notices: dict[str, None] = {}
         found: dict[str, tuple[ContextStrategy, str]] = {
             s.strategy.name: (s.strategy, s.plugin) for s in plugin_manager.strategy_sources()
         }
@@ -62,13 +91,59 @@ class StrategyRegistry:
             elif not settings.enabled:
                 reason = f"disabled by context.strategies.{name}.enabled = false"
             self._entries[name] = RegistryEntry(name, strategy, source, not reason, reason)
+        self._check_store()
+        if for_repository:
+            self._check_text_reachable()
+
+    @property
+    def notices(self) -> list[str]:
+        """What a user should hear about, each said once (skipped defaults, fallbacks...)."""
+        return list(self._notices)
+
+    def note(self, message: str) -> None:
+        """Record a notice (a repeated one is kept once)."""
+        self._notices.setdefault(message, None)
+
+    def _store_lacks(self, strategy: ContextStrategy) -> frozenset[str]:
+        if self.provides is None:
+            return frozenset()
+        return strategy.capabilities.required_backends - self.provides
+
+    def _check_store(self) -> None:
+        """Report enabled strategies that the configured store can never serve."""
+        for entry in self._entries.values():
+            lacking = self._store_lacks(entry.strategy)
+            if entry.enabled and lacking:
+                self.note(
+                    f"strategy {entry.name!r} needs the {', '.join(sorted(lacking))} "
+                    "backend(s), which the configured store cannot provide; it will not run"
+                )
+
+    def _check_text_reachable(self) -> None:
+        """Raise unless some installed strategy can search text in the configured store."""
+        for entry in self._entries.values():
+            caps = entry.strategy.capabilities
+            if caps.uses_text and not self._store_lacks(entry.strategy):
+                return
+        chain = " -> ".join(FALLBACK_CHAIN)
+        installed = [n for n in FALLBACK_CHAIN if n in self._entries]
+        raise MissingStrategyError(
+            f"no installed strategy can search the repository's text, so the fallback chain "
+            f"({chain}) ends nowhere (installed from it: {', '.join(installed) or 'none'}); "
+            f"install {TEXT_STRATEGY_DISTRIBUTION}: pip install {TEXT_STRATEGY_DISTRIBUTION}"
+        )
+
+    def register(self, name: str, strategy: ContextStrategy, source: str = "code") -> None:
+        """Add (or replace) ``strategy`` under ``name``, enabled; it is validated here."""
+        validate_strategy(strategy)
+        self._entries[name] = RegistryEntry(name, strategy, source, True)
 
     def _resolve_enabled(self, found: dict[str, tuple[ContextStrategy, str]]) -> set[str]:
         if self.config.enabled is None:
             missing = [n for n in DEFAULT_ENABLED if n not in found]
             self.missing_defaults = tuple(missing)
             for name in missing:
-                self.notices.append(
+                self.note(
                     f"default strategy {name!r} is not installed; skipped "
                     f"(pip install contextfuse-{name})"
                 )
@@ -99,8 +174,14 @@ class StrategyRegistry:
         return entry.strategy
 
     def unavailable_reason(self, entry: RegistryEntry, backends: BackendSet | None) -> str:
-        """Why ``entry`` cannot run on ``backends`` ("" when it can)."""
+        """Why ``entry`` cannot run on ``backends`` ("" when it can).
+
+        Without backends, only the configured store's declared backends are judged.
+        """
         if backends is None:
+            lacking = self._store_lacks(entry.strategy)
+            if lacking:
+                return f"the configured store cannot provide {', '.join(sorted(lacking))}"
             return ""
         missing = entry.strategy.capabilities.required_backends - backends.available()
         if missing:
@@ -108,14 +189,21 @@ class StrategyRegistry:
         return ""
 
     def offered(
-        self, backends: BackendSet, names: Sequence[str] | None = None
+        self,
+        backends: BackendSet,
+        names: Sequence[str] | None = None,
+        request: ContextRequest | None = None,
     ) -> list[ContextStrategy]:
         """The strategies to run on ``backends``: the named ones, else the enabled ones.
 
         With no configured enabled list (the defaults), only the best enabled strategy these
         backends can serve runs, in fallback-chain order: arce already fuses the signals of
-        the others. Strategies whose backends are missing are not offered. When none is left, the
-        fallback chain (arce -> breadth-depth-navigator -> semantic-embedding ->
+        the others; a request inside a plan (``plan_id``) also gets ``plan-decision-context``
+        when it is enabled. Strategies whose backends are missing, or whose declared
+        ``resource_types`` share none with the request's (a strategy's empty or ``*`` list
+        matches every request; a request without resource types matches every strategy), are
+        not offered. When none is left, the fallback chain (arce -> breadth-depth-navigator ->
+        semantic-embedding ->
         simple-keyword) supplies the best installed strategy these backends can serve.
         """
         if names:
@@ -124,15 +212,19 @@ class StrategyRegistry:
             wanted = [self._entries[n] for n in names]
         else:
             wanted = [e for e in self._entries.values() if e.enabled]
-        offered = [e.strategy for e in wanted if not self.unavailable_reason(e, backends)]
+        types = request.resource_types if request is not None else ()
+        offered = []
         for entry in wanted:
-            reason = self.unavailable_reason(entry, backends)
+            reason = self.unavailable_reason(entry, backends) or _type_mismatch(entry, types)
             if reason:
-                self.notices.append(f"strategy {entry.name!r} not offered: {reason}")
+                self.note(f"strategy {entry.name!r} not offered: {reason}")
+            else:
+                offered.append(entry.strategy)
         if offered and not names and self.config.enabled is None:
             best = self._best_of_chain(offered)
             if best is not None:
-                return [best]
+                in_plan = request is not None and bool(request.plan_id)
+                return [best, *(s for s in offered if in_plan and s.name == PLAN_STRATEGY)]
         if offered:
             return offered
         start = min(
@@ -142,12 +234,12 @@ class StrategyRegistry:
         for name in FALLBACK_CHAIN[start:]:
             fallback = self._entries.get(name)
             if fallback is not None and not self.unavailable_reason(fallback, backends):
-                self.notices.append(f"falling back to strategy {name!r}")
+                self.note(f"falling back to strategy {name!r}")
                 return [fallback.strategy]
-        raise ConfigError(
+        raise MissingStrategyError(
             "no installed strategy can serve this index (available backends: "
             f"{', '.join(sorted(backends.available())) or 'none'}); install "
-            "contextfuse-simple-keyword"
+            f"{TEXT_STRATEGY_DISTRIBUTION}"
         )
 
     @staticmethod
@@ -191,6 +283,17 @@ class StrategyRegistry:
                 }
             )
         return rows
+
+
+def _type_mismatch(entry: RegistryEntry, requested: Sequence[str]) -> str:
+    """Why ``entry`` does not serve the request's resource types ("" when it does)."""
+    declared = entry.strategy.capabilities.resource_types
+    if not requested or not declared or "*" in declared or set(declared) & set(requested):
+        return ""
+    return (
+        f"it serves resource types {', '.join(declared)}, the request asks for "
+        f"{', '.join(requested)}"
+    )
 
 
 def _load_custom(name: str, target: str) -> ContextStrategy:

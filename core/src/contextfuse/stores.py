@@ -3,24 +3,28 @@
 A provider has a ``name``, the backend kinds it ``provides`` and ``open(root, config) ->
 BackendSet``; it may also ``index(root, config, progress=..., pm=...)`` to build or refresh
 the store and say whether one ``exists(root, config)``. The core's provider is the embedded
-SQLite store (``sqlite``). A store is named by a provider's name or by a URL whose scheme is
-a provider's name (``postgresql://host/db``); ``store_config`` is what the provider receives.
+SQLite store (``sqlite``). Configuration picks one with ``[index] store = "<name>"`` or a URL
+whose scheme is a provider's name (``store = "postgresql://host/db"``).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from contextfuse.backends import BackendSet
 from contextfuse.errors import ConfigError
 
 __all__ = [
     "DEFAULT_STORE",
+    "BackendProvider",
     "SQLiteStoreProvider",
     "backend_providers",
     "choose_provider",
+    "open_store",
     "store_config",
 ]
 
@@ -30,62 +34,109 @@ log = logging.getLogger(__name__)
 DEFAULT_STORE = "sqlite"
 
 
+@runtime_checkable
+class BackendProvider(Protocol):
+    """Opens a repository's knowledge base as a ``BackendSet``."""
+
+    @property
+    def name(self) -> str:
+        """The provider's name; also the URL scheme that selects it."""
+        ...
+
+    @property
+    def provides(self) -> frozenset[str]:
+        """The backend kinds this store can provide (``text``, ``vector``, ``graph``...)."""
+        ...
+
+    def open(self, root: Path, config: Mapping[str, Any]) -> BackendSet:
+        """The backends of ``root``'s store; ``config`` is the ``[index]`` section."""
+        ...
+
+
 class SQLiteStoreProvider:
     """The embedded store: one SQLite file per repository (``<repo>/.contextfuse/index.db``)."""
 
     name = DEFAULT_STORE
-    provides: frozenset[str] = frozenset({"nodes", "text", "vector", "graph", "temporal"})
+    provides: frozenset[str] = frozenset({"nodes", "text", "vector", "graph", "temporal", "plans"})
 
-    def open(self, root: Path, config: Mapping[str, Any]) -> Any:
-        """The backends of ``root``'s index file."""
-        from contextfuse.kb import open_backends
+    def open(self, root: Path, config: Mapping[str, Any]) -> BackendSet:
+        from contextfuse.kb.api import open_sqlite_backends
 
-        return open_backends(root, index_dir=config.get("dir"))
+        return open_sqlite_backends(root, index_dir=_index_dir(root, config))
 
     def index(self, root: Path, config: Mapping[str, Any], **options: Any) -> Any:
-        """Build or refresh ``root``'s index file."""
         from contextfuse.kb import index
 
-        return index(root, index_dir=config.get("dir"), **options)
+        return index(root, index_dir=_index_dir(root, config), **options)
 
     def exists(self, root: Path, config: Mapping[str, Any]) -> bool:
-        """True when ``root`` has an index file."""
         from contextfuse.kb import index_exists
 
-        return bool(index_exists(root, index_dir=config.get("dir")))
+        return bool(index_exists(root, index_dir=_index_dir(root, config)))
+
+
+def _index_dir(root: Path, config: Mapping[str, Any]) -> Path | None:
+    configured = config.get("dir")
+    return root / str(configured) if configured else None
 
 
 def backend_providers(pm: Any) -> dict[str, Any]:
     """Every provider the plugins contribute, by name (the first of a name wins)."""
-    found: dict[str, Any] = {DEFAULT_STORE: SQLiteStoreProvider()}
-    for results in pm.hook.contextfuse_backend_providers():
-        for provider in results or ():
-            if provider.name in found:
-                log.warning("backend provider %r ignored: the name is taken", provider.name)
-                continue
-            found[provider.name] = provider
+    found: dict[str, Any] = {}
+    for plugin_name, caller in pm.each_implementation("contextfuse_backend_providers"):
+        for results in caller():
+            for provider in results or ():
+                if provider.name in found:
+                    log.warning(
+                        "backend provider %r of plugin %s ignored: the name is taken",
+                        provider.name,
+                        plugin_name,
+                    )
+                    continue
+                found[provider.name] = provider
     return found
 
 
 def choose_provider(pm: Any, store: str | None) -> Any:
-    """The provider that ``store`` (a provider name or a URL) names; default: SQLite.
-
-    :raises ConfigError: no installed provider has that name (the message lists them; a
-        URL is shown by its scheme only, never with its credentials).
-    """
+    """The provider that ``store`` (a provider name or a URL) names; default: SQLite."""
     wanted = store or DEFAULT_STORE
     scheme = wanted.partition("://")[0] if "://" in wanted else wanted
     providers = backend_providers(pm)
     provider = providers.get(scheme)
     if provider is None:
+        # Only the scheme of a URL: it may carry credentials, which are never printed.
+        shown = f"{scheme}://..." if "://" in wanted else repr(wanted)
         raise ConfigError(
-            f"no backend provider {scheme!r} is installed (store {scheme}://...); "
-            f"installed: {', '.join(sorted(providers))}"
+            f"no backend provider {scheme!r} is installed (store {shown}); installed: "
+            f"{', '.join(sorted(providers)) or '(none)'}",
+            section="index",
+            key="store",
         )
     return provider
 
 
-def store_config(store: str | None, index_dir: str | Path | None = None) -> dict[str, Any]:
+def open_store(
+    root: Path,
+    *,
+    index_dir: str | os.PathLike[str] | None = None,
+    store: str | None = None,
+    pm: Any = None,
+) -> BackendSet:
+    """Open ``root``'s store through the provider that ``store`` names."""
+    if pm is None:
+        from contextfuse.plugins import make_plugin_manager
+
+        # The built-in store needs no plugin loading; another one is found among the plugins.
+        builtin = store is None or store == DEFAULT_STORE
+        pm = make_plugin_manager(autoload=None if not builtin else False, on_error="warn")
+    return choose_provider(pm, store).open(  # type: ignore[no-any-return]
+        root, store_config(store, index_dir)
+    )
+
+
+def store_config(
+    store: str | None, index_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
     """What a provider's ``open``/``index``/``exists`` receive: ``dir`` and ``url``."""
     config: dict[str, Any] = {"dir": str(index_dir)} if index_dir else {}
     if store and "://" in store:

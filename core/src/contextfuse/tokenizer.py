@@ -23,6 +23,7 @@ __all__ = [
     "TiktokenTokenizer",
     "Tokenizer",
     "default_tokenizer",
+    "resolve_tokenizer",
 ]
 
 DEFAULT_ENCODING = "cl100k_base"
@@ -151,3 +152,25 @@ class TiktokenTokenizer:
 def default_tokenizer() -> Tokenizer:
     """The process-wide default tokenizer (tiktoken ``cl100k_base``)."""
     return TiktokenTokenizer()
+
+
+def resolve_tokenizer(pm: Any, name: str | None) -> Tokenizer:
+    """The tokenizer called ``name`` among those the plugins contribute (hook
+    ``contextfuse_tokenizers``); None: the default. Raise ``ConfigError`` naming the known ones.
+    """
+    if not name:
+        return default_tokenizer()
+    known: list[str] = []
+    for results in pm.hook.contextfuse_tokenizers():
+        for tokenizer in results or ():
+            if tokenizer.name == name:
+                return tokenizer  # type: ignore[no-any-return]
+            known.append(tokenizer.name)
+    from contextfuse.errors import ConfigError
+
+    raise ConfigError(
+        f"[tokenizer] name = {name!r}: no installed plugin contributes that tokenizer; "
+        f"known: {', '.join(known) or '(none)'}",
+        section="tokenizer",
+        key="name",
+    )

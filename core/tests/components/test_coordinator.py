@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from contextfuse.backends import BackendSet, FragmentBackend
-from contextfuse.components.coordinator import (
+from contextfuse.components.coordination import (
     ConfidenceWeightedSelector,
     CoordinationResult,
     CoordinatorConfig,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from contextfuse.backends import BackendSet
-from contextfuse.components.coordinator import CoordinatorConfig, ParallelStrategyExecutor
+from contextfuse.components.coordination import CoordinatorConfig, ParallelStrategyExecutor
 from contextfuse.components.protocols import Allocation, ExecutionReport
 from contextfuse.models import (
     ContextBudget,

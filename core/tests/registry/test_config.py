@@ -75,7 +75,7 @@ def test_writing_project_strategies_keeps_other_settings(tmp_path):
 
 
 def test_per_strategy_settings_become_the_executors_limits(tmp_path, user_config):
-    from contextfuse.components.coordinator import CoordinatorConfig
+    from contextfuse.components.coordination import CoordinatorConfig
 
     write(
         user_config,

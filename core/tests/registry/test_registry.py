@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from contextfuse import BackendSet, StrategyCapabilities, hookimpl
+from contextfuse import BackendSet, ContextRequest, StrategyCapabilities, hookimpl
 from contextfuse.config import ContextfuseConfig
 from contextfuse.errors import ConfigError, UnknownStrategyError
 from contextfuse.registry import StrategyRegistry
@@ -172,3 +172,18 @@ def test_a_configured_enabled_list_runs_every_strategy_it_names(pm):
     registry = StrategyRegistry(pm, config(enabled=("simple-keyword", "arce")))
     offered = registry.offered(BackendSet(text=object(), graph=object(), nodes=object()))
     assert sorted(s.name for s in offered) == ["arce", "simple-keyword"]
+
+
+def test_by_default_a_request_inside_a_plan_also_gets_the_plan_strategy(pm):
+    provide(
+        pm,
+        Named("arce", uses_text=True),
+        Named("plan-decision-context", uses_plans=True),
+    )
+    registry = StrategyRegistry(pm, config())
+    backends = BackendSet(text=object(), plans=object(), nodes=object())
+    in_plan = registry.offered(backends, request=ContextRequest(query="q", plan_id="p1"))
+    assert [s.name for s in in_plan] == ["arce", "plan-decision-context"]
+    assert [s.name for s in registry.offered(backends, request=ContextRequest(query="q"))] == [
+        "arce"
+    ]

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from contextfuse import hookimpl
 from contextfuse.assembler import ContextAssembler
 from contextfuse.backends import BackendSet
 from contextfuse.config import ContextfuseConfig
@@ -262,10 +263,11 @@ def test_confidence_is_high_with_a_known_plan_and_zero_without_anything(
 
 
 def test_the_plan_id_flows_from_the_assembler_to_the_strategy(
-    repo: Path, plans: dict[str, Any]
+    repo: Path, plans: dict[str, Any], contextfuse_strategy: Any
 ) -> None:
     pm = make_plugin_manager(autoload=False)
     pm.register(plugin_module, name="plan-decision-context")
+    _provide_text_strategy(pm, contextfuse_strategy)
     assembler = ContextAssembler(repo, config=ContextfuseConfig(), plugin_manager=pm)
     try:
         payload = assembler.assemble(
@@ -279,3 +281,14 @@ def test_the_plan_id_flows_from_the_assembler_to_the_strategy(
     assert payload.plan_id == plans["sessions"].id
     uris = {f.uko_node for f in payload.fragments}
     assert {plans["sessions"].uri, plans["storage"].uri, plans["release"].uri} <= uris
+
+
+def _provide_text_strategy(pm: Any, build: Any) -> None:
+    """Repository assembly needs a text strategy installed (the fallback chain ends there)."""
+
+    class TextStrategy:
+        @hookimpl
+        def contextfuse_strategies(self) -> list[Any]:
+            return [build("simple-keyword", uses_text=True)]
+
+    pm.register(TextStrategy(), name="text-strategy")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
@@ -57,8 +58,9 @@ def stats(repo):
 
 
 @pytest.fixture(scope="module")
-def backends(repo, stats) -> BackendSet:
-    return open_backends(repo)
+def backends(repo, stats) -> Iterator[BackendSet]:
+    with open_backends(repo) as opened:
+        yield opened
 
 
 def assemble(backends, query):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
@@ -48,7 +49,7 @@ def round_price(value):
 
 
 @pytest.fixture(scope="module")
-def backends(tmp_path_factory) -> BackendSet:
+def backends(tmp_path_factory) -> Iterator[BackendSet]:
     repo = tmp_path_factory.mktemp("shop")
     for rel, text in FILES.items():
         path = repo / rel
@@ -56,7 +57,8 @@ def backends(tmp_path_factory) -> BackendSet:
         path.write_text(text, encoding="utf-8")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     index(repo, pm=make_plugin_manager(autoload=False))
-    return open_backends(repo)
+    with open_backends(repo) as opened:
+        yield opened
 
 
 def run(backends: BackendSet, query: str, tokens: int = 2000):

@@ -6,10 +6,12 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
 
+from contextfuse import hookimpl
 from contextfuse.assembler import ContextAssembler
 from contextfuse.backends import BackendSet, Commit, FileChange
 from contextfuse.config import ContextfuseConfig
@@ -267,9 +269,10 @@ def test_a_repository_without_history_is_declined(tmp_path: Path) -> None:
         opened.nodes.close()
 
 
-def test_the_assembler_runs_it_when_named(repo: Path) -> None:
+def test_the_assembler_runs_it_when_named(repo: Path, contextfuse_strategy: Any) -> None:
     pm = make_plugin_manager(autoload=False)
     pm.register(plugin_module, name="temporal-archaeology")
+    _provide_text_strategy(pm, contextfuse_strategy)
     assembler = ContextAssembler(repo, config=ContextfuseConfig(), plugin_manager=pm)
     try:
         payload = assembler.assemble(
@@ -307,3 +310,14 @@ def test_commits_and_code_together_respect_the_fragment_limit(backends: BackendS
     fragments = strategy.assemble(request, backends, ContextBudget.of(6000), PlanContext())
     assert len(fragments) <= 4
     assert any(f.uko_node.startswith("commit://") for f in fragments)
+
+
+def _provide_text_strategy(pm: Any, build: Any) -> None:
+    """Repository assembly needs a text strategy installed (the fallback chain ends there)."""
+
+    class TextStrategy:
+        @hookimpl
+        def contextfuse_strategies(self) -> list[Any]:
+            return [build("simple-keyword", uses_text=True)]
+
+    pm.register(TextStrategy(), name="text-strategy")

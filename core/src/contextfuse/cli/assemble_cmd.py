@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 @click.option(
     "--repo",
     type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The repository to draw context from.",
+    default=None,
+    help="The repository to draw context from (default: the one the current folder is in).",
 )
 @click.option(
     "--budget",
@@ -73,7 +72,7 @@ if TYPE_CHECKING:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notices.")
 def assemble(
     query: str,
-    repo: Path,
+    repo: Path | None,
     budget: int,
     reserved: int,
     strategies: tuple[str, ...],
@@ -87,34 +86,44 @@ def assemble(
 ) -> None:
     """Assemble context for QUERY (``-`` reads it from standard input)."""
     from contextfuse.assembler import ContextAssembler
+    from contextfuse.cli.lock_notice import announce_lock_wait
     from contextfuse.cli.progress import progress_bar
     from contextfuse.cli.render import render_markdown
     from contextfuse.errors import ContextfuseError
+    from contextfuse.models import MAX_CONTENT_CHARS
+    from contextfuse.repo_root import find_repo_root
 
     if query == "-":
         query = sys.stdin.read()
     if not query.strip():
         fail("the query is empty")
+    if len(query) > MAX_CONTENT_CHARS:
+        fail(f"the query is {len(query):,} characters; the limit is {MAX_CONTENT_CHARS:,}")
     if reserved >= budget:
         fail(f"--reserved ({reserved}) must be less than --budget ({budget})")
+    root = repo if repo is not None else find_repo_root(Path.cwd())
     try:
-        assembler = ContextAssembler(repo, index_dir=index_dir, config=_with_store(repo, store))
-        if not no_refresh or not assembler.has_index():
-            with progress_bar(enabled=not quiet) as progress:
-                assembler.refresh(progress=progress)
-        payload = assembler.assemble(
-            query,
-            budget,
-            reserved=reserved,
-            strategies=list(strategies) or None,
-            plan_id=plan_id,
-            explain=explain,
-        )
+        with ContextAssembler(
+            root, index_dir=index_dir, config=_with_store(root, store)
+        ) as assembler:
+            if not no_refresh or not assembler.has_index():
+                announce_lock_wait(assembler.index_dir or root / ".contextfuse")
+                with progress_bar(enabled=not quiet) as progress:
+                    assembler.refresh(progress=progress)
+            payload = assembler.assemble(
+                query,
+                budget,
+                reserved=reserved,
+                strategies=list(strategies) or None,
+                plan_id=plan_id,
+                explain=explain,
+            )
+            notices = assembler.notices
     except ContextfuseError as exc:
         fail(str(exc))
         return
     if not quiet:
-        for notice in assembler.notices:
+        for notice in notices:
             click.echo(f"note: {notice}", err=True)
     if fmt == "json":
         emit_json(payload.model_dump(mode="json"))
@@ -131,7 +140,7 @@ def _with_store(repo: Path, store: str | None) -> ContextfuseConfig | None:
     from contextfuse.config import load_config
 
     config = load_config(repo)
-    return config.model_copy(update={"index": {**config.index, "store": store}})
+    return config.model_copy(update={"index": config.index.model_copy(update={"store": store})})
 
 
 def render_explanation(explanation: dict[str, object]) -> str:

@@ -71,21 +71,25 @@ def index(
 
     Unchanged files are not read again; a refresh without changes takes a moment.
     """
+    from contextfuse.cli.lock_notice import announce_lock_wait
     from contextfuse.cli.progress import progress_bar
     from contextfuse.errors import ConfigError, KnowledgeBaseError
     from contextfuse.kb import index as build_index
+    from contextfuse.repo_root import find_repo_root
 
+    root = path if path is not None else find_repo_root(Path.cwd())
+    announce_lock_wait(index_dir or root / ".contextfuse")
     try:
         with progress_bar(enabled=not quiet and output_format == "text") as progress:
             if store is None:
                 stats = build_index(
-                    path if path is not None else ".",
+                    root,
                     index_dir=index_dir,
                     rebuild=rebuild,
                     progress=progress,
                 )
             else:
-                stats = _index_into(store, path, index_dir, rebuild, progress)
+                stats = _index_into(store, root, index_dir, rebuild, progress)
         policy = {"hot_days": hot_days, "warm_days": warm_days, "retention_days": retention_days}
         tiers = _apply_tiers(Path(stats.root), store, index_dir, policy)
     except (KnowledgeBaseError, ConfigError) as exc:

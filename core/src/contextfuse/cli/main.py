@@ -49,11 +49,42 @@ class LazyGroup(click.Group):
             return found
         return _plugin_commands().get(cmd_name)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        # Every bad input ends in one line on standard error and exit status 2, never a
+        # traceback: the library's errors and pydantic's validation errors alike.
+        from contextfuse.errors import ContextfuseError
+
+        try:
+            return super().invoke(ctx)
+        except ContextfuseError as exc:
+            _fail(str(exc))
+        except ValueError as exc:
+            if type(exc).__module__.startswith("pydantic"):
+                _fail(_one_line_validation(exc))
+            raise
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Help lists built-ins from the table above without importing them.
         rows = [(name, helptext) for name, (_, _, helptext) in sorted(BUILTIN_COMMANDS.items())]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _fail(message: str) -> None:
+    from contextfuse.cli.output import fail
+
+    fail(" ".join(message.split()))
+
+
+def _one_line_validation(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    parts = []
+    for error in errors():
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        parts.append(f"{where}: {error.get('msg', '')}" if where else str(error.get("msg", "")))
+    return "invalid input: " + "; ".join(parts)
 
 
 def _plugin_commands() -> dict[str, click.Command]:

@@ -10,10 +10,17 @@ from contextfuse.cli.output import FORMAT_OPTION, emit_json
 
 
 def plugin_report() -> dict[str, Any]:
-    """What ``contextfuse plugins --format json`` prints."""
+    """What ``contextfuse plugins --format json`` prints.
+
+    ``components`` maps each slot to the plugin that fills it; ``slots`` describes each slot
+    from the slot table (phase, configuration section, protocol, method, hook, core default)
+    with its provider and the wrappers around it.
+    """
     from contextfuse.plugins import make_plugin_manager
+    from contextfuse.slots import SLOTS
 
     pm = make_plugin_manager(on_error="warn")
+    components = pm.slot_table()
     return {
         "plugins": [
             {
@@ -35,7 +42,21 @@ def plugin_report() -> dict[str, Any]:
             }
             for f in pm.failures
         ],
-        "components": pm.slot_table(),
+        "components": components,
+        "slots": [
+            {
+                "name": slot.name,
+                "phase": slot.phase,
+                "section": slot.section,
+                "protocol": slot.protocol,
+                "method": slot.method,
+                "hook": slot.hook,
+                "default": slot.default_name,
+                "provider": components[slot.name],
+                "wrappers": pm.component_wrappers(slot.name),
+            }
+            for slot in SLOTS
+        ],
     }
 
 
@@ -59,6 +80,10 @@ def plugins(fmt: str) -> None:
                 f"  {f['name']}  ({f['distribution']} {f['version']}, {f['entry_point']}): "
                 f"{f['cause']}"
             )
-    click.echo("Components:")
-    for slot, provider in report["components"].items():
-        click.echo(f"  {slot:<22} {provider}")
+    click.echo("Components (phase, slot, protocol: provider):")
+    for slot in report["slots"]:
+        wrapped = f" wrapped by {', '.join(slot['wrappers'])}" if slot["wrappers"] else ""
+        click.echo(
+            f"  {slot['phase']} {slot['name']:<22} {slot['protocol']:<21} "
+            f"{slot['provider']}{wrapped}"
+        )

@@ -29,12 +29,19 @@ def list_strategies(repo: Path, fmt: str) -> None:
     from contextfuse.errors import ContextfuseError
     from contextfuse.plugins import make_plugin_manager
     from contextfuse.registry import StrategyRegistry
+    from contextfuse.stores import choose_provider
 
     try:
         config = load_config(repo)
-        registry = StrategyRegistry(make_plugin_manager(component_pins=config.components), config)
+        pm = make_plugin_manager(component_pins=config.components)
+        store = choose_provider(pm, config.index.store)
+        registry = StrategyRegistry(pm, config, provides=frozenset(store.provides))
         backends = _backends_if_indexed(repo)
-        rows = registry.describe(backends)
+        try:
+            rows = registry.describe(backends)
+        finally:
+            if backends is not None:
+                backends.close()
     except ContextfuseError as exc:
         fail(str(exc))
         return

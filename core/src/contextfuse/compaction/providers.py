@@ -51,9 +51,10 @@ def collect_providers(
     for provider in [*([from_env] if from_env else []), *configured]:
         add(provider, "configuration")
     if pm is not None:
-        for impl in pm.hook.contextfuse_model_providers.get_hookimpls():
-            for provider in _results(impl.function()):
-                add(provider, f"plugin {impl.plugin_name!r}")
+        for plugin_name, caller in pm.each_implementation("contextfuse_model_providers"):
+            for result in caller():
+                for provider in _results(result):
+                    add(provider, f"plugin {plugin_name!r}")
     return {name: provider for name, (provider, _) in found.items()}
 
 

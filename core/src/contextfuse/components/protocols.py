@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import attrs
 
 from contextfuse.models import ContextBudget, ContextFragment, ContextRequest, PlanContext
+from contextfuse.slots import SLOTS
 
 if TYPE_CHECKING:
     from contextfuse.backends import BackendSet
@@ -28,6 +29,7 @@ __all__ = [
     "BudgetAllocator",
     "BudgetPacker",
     "Candidate",
+    "CircuitAware",
     "DepthResolution",
     "DetailDepthResolver",
     "ExecutionReport",
@@ -42,19 +44,8 @@ __all__ = [
     "StrategySelector",
 ]
 
-#: Component slot names, in pipeline order. Hook ``contextfuse_<name>`` provides each one.
-COMPONENT_NAMES: tuple[str, ...] = (
-    "strategy_selector",
-    "budget_allocator",
-    "strategy_executor",
-    "fragment_deduplicator",
-    "detail_depth_resolver",
-    "fragment_scorer",
-    "budget_packer",
-    "fragment_orderer",
-    "preamble_generator",
-    "skeleton_compressor",
-)
+#: Component slot names, in pipeline order (from ``contextfuse.slots.SLOTS``).
+COMPONENT_NAMES: tuple[str, ...] = tuple(s.name for s in SLOTS)
 
 
 # ---- records ----------------------------------------------------------------------------------
@@ -191,6 +182,16 @@ class StrategyExecutor(Protocol):
         plan_context: PlanContext,
     ) -> ExecutionReport:
         """One ``ContextStrategyResult`` per allocation (failed runs carry errors)."""
+        ...
+
+
+@runtime_checkable
+class CircuitAware(Protocol):
+    """An executor with circuit breakers: the coordinator leaves out blocked strategies
+    before allocation, so their tokens go to the strategies that will run."""
+
+    def is_blocked(self, name: str) -> bool:
+        """True when a call to strategy ``name`` would not go through now."""
         ...
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "index_path",
     "open_backends",
     "open_plan_store",
+    "open_sqlite_backends",
     "resolve_root",
 ]
 
@@ -113,12 +114,30 @@ def _contributors(pm: Any) -> list[Any]:
     return found
 
 
-def open_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) -> BackendSet:
-    """The backends of an existing index, for strategies to query.
+def open_backends(
+    path: PathLike = ".",
+    *,
+    index_dir: PathLike | None = None,
+    store: str | None = None,
+    pm: Any = None,
+) -> BackendSet:
+    """The backends of a repository's store, from the backend provider ``store`` names.
+
+    ``store`` is a provider name or a URL whose scheme names one (hook
+    ``contextfuse_backend_providers``; ``pm`` is the plugin manager to ask); the default is
+    the embedded SQLite store, see ``open_sqlite_backends``. Close with ``backends.close()``.
+    """
+    from contextfuse.stores import open_store
+
+    return open_store(resolve_root(path), index_dir=index_dir, store=store, pm=pm)
+
+
+def open_sqlite_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) -> BackendSet:
+    """The backends of an existing embedded index, for strategies to query.
 
     ``temporal`` is None when the repository has no git history and ``vector`` is None when
     no vectors are stored; ``plans`` is the plan and decision store (None only for an index
-    built before it existed, until the next index run). Close with ``backends.nodes.close()``.
+    built before it existed, until the next index run). Close with ``backends.close()``.
 
     :raises KnowledgeBaseError: there is no index, or its file is corrupt, foreign or was
         built by an incompatible version (the message says how to rebuild it).

@@ -1,0 +1,341 @@
+"""``ParallelStrategyExecutor``: the default StrategyExecutor (threads, deadline, breakers)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from contextfuse.backends import BackendSet
+from contextfuse.components.coordination.breaker import CircuitBreaker, CircuitState
+from contextfuse.components.coordination.config import CoordinatorConfig
+from contextfuse.components.coordination.pool import Round, WorkerPool
+from contextfuse.components.coordination.result import (
+    CIRCUIT_OPEN,
+    ERROR,
+    NOT_STARTED,
+    OK,
+    SKIPPED,
+    TIMEOUT,
+)
+from contextfuse.components.coordination.selector import describe_error
+from contextfuse.components.protocols import Allocation, ExecutionReport
+from contextfuse.models import (
+    ContextBudget,
+    ContextFragment,
+    ContextRequest,
+    ContextStrategyResult,
+    PlanContext,
+)
+
+__all__ = ["ParallelStrategyExecutor"]
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.frozen(slots=True)
+class _Task:
+    index: int
+    allocation: Allocation
+    trial: bool
+
+
+@attrs.frozen(slots=True)
+class _Outcome:
+    result: ContextStrategyResult
+    failed: bool  # counts against the circuit
+    trimmed_tokens: int = 0
+
+
+def _limit(
+    fragments: Sequence[ContextFragment], tokens: int, max_fragments: int
+) -> tuple[list[ContextFragment], int, int]:
+    """Keep fragments in order while they fit; returns (kept, over-budget drops, over-count)."""
+    kept: list[ContextFragment] = []
+    used = 0
+    over_budget = 0
+    over_count = 0
+    for fragment in fragments:
+        if len(kept) >= max_fragments:
+            over_count += 1
+        elif used + fragment.token_count > tokens:
+            over_budget += 1
+        else:
+            kept.append(fragment)
+            used += fragment.token_count
+    return kept, over_budget, over_count
+
+
+def _rank_order(fragments: Iterable[ContextFragment]) -> list[str]:
+    return list(dict.fromkeys(f.uko_node for f in fragments))
+
+
+class ParallelStrategyExecutor:
+    """Runs strategies on threads, within a round deadline, behind per-strategy circuit breakers.
+
+    Each round hands its allocations, in order, to up to ``executor_max_workers`` daemon worker
+    threads (idle workers are kept between rounds; ``close()`` stops them). The round returns
+    once every strategy finished or ``executor_timeout`` seconds after it started, whichever
+    comes first; a strategy that never returns is abandoned on its worker, which later rounds
+    replace, so it cannot hold up later rounds or interpreter exit.
+
+    Results are validated: a strategy must return a list or tuple of ``ContextFragment``.
+    Fragments are kept in the strategy's order while they fit its allocation (one that would
+    overflow is skipped), at most ``max_fragments_per_strategy`` of them; tokens removed are
+    reported in ``ExecutionReport.trimmed``. The strategy's own order is kept in
+    ``stats["rank_order"]`` (uko_node, first occurrence) and ``stats["fragment_order"]``
+    (fragment_id), since ``ContextStrategyResult`` re-sorts its fragments by relevance.
+
+    Circuit breaker, per strategy name: after ``circuit_breaker_threshold`` consecutive
+    failures (exception, timeout, invalid result) the circuit opens and the strategy is not
+    called for ``circuit_breaker_cooldown`` seconds (by ``clock``); then one trial call goes
+    through (half-open): success closes the circuit, failure re-opens it for another
+    cool-down. The breaker state is thread-safe and shared by every round of this instance.
+    """
+
+    def __init__(
+        self,
+        config: CoordinatorConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._config = config or CoordinatorConfig()
+        self._breaker = CircuitBreaker(self._config, clock)
+        self._pool = WorkerPool(keep=self._config.executor_max_workers)
+        self._finalizer = weakref.finalize(self, self._pool.close)
+
+    def close(self) -> None:
+        """Stop the idle worker threads (done automatically when the executor is collected).
+
+        The executor stays usable: a later round starts workers again.
+        """
+        self._pool.close()
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        return self._config
+
+    # -- circuit breaker ---------------------------------------------------------------------
+
+    def circuit_state(self, name: str) -> CircuitState:
+        """``closed``, ``open`` (cooling down) or ``half_open`` (a trial call may go through)."""
+        return self._breaker.state(name)
+
+    def consecutive_failures(self, name: str) -> int:
+        """Failures of ``name`` since its last success."""
+        return self._breaker.consecutive_failures(name)
+
+    def is_blocked(self, name: str) -> bool:
+        """True when a call to ``name`` would not go through now (open, or its trial running)."""
+        return self._breaker.is_blocked(name)
+
+    def reset_circuits(self) -> None:
+        """Close every circuit and forget all failures."""
+        self._breaker.reset()
+
+    # -- execution ---------------------------------------------------------------------------
+
+    def execute(
+        self,
+        allocations: Sequence[Allocation],
+        request: ContextRequest,
+        backends: BackendSet,
+        plan_context: PlanContext,
+    ) -> ExecutionReport:
+        """One ``ContextStrategyResult`` per allocation, in allocation order."""
+        results: list[ContextStrategyResult | None] = [None] * len(allocations)
+        broken: list[str] = []
+        tasks: list[_Task] = []
+        for index, allocation in enumerate(allocations):
+            name = allocation.name
+            if allocation.tokens <= 0:
+                results[index] = ContextStrategyResult(
+                    strategy_name=name,
+                    errors=(f"not run: allocation of {allocation.tokens} tokens",),
+                    stats={"status": SKIPPED, "allocation": allocation.tokens},
+                )
+                continue
+            admitted, trial = self._breaker.admit(name)
+            if not admitted:
+                broken.append(name)
+                results[index] = ContextStrategyResult(
+                    strategy_name=name,
+                    errors=(self._breaker.open_message(name),),
+                    stats={"status": CIRCUIT_OPEN, "allocation": allocation.tokens},
+                )
+                continue
+            tasks.append(_Task(index=index, allocation=allocation, trial=trial))
+
+        trimmed: dict[str, int] = {}
+        outcomes = self._run_round(tasks, request, backends, plan_context)
+        for task, outcome in zip(tasks, outcomes, strict=True):
+            name = task.allocation.name
+            result = outcome.result
+            ran = result.stats.get("status") != NOT_STARTED
+            message = self._breaker.record(
+                name, failed=outcome.failed if ran else None, trial=task.trial
+            )
+            if message is not None:
+                logger.warning("strategy %s: %s", name, message)
+                result = result.model_copy(update={"errors": (*result.errors, message)})
+            if outcome.trimmed_tokens:
+                trimmed[name] = trimmed.get(name, 0) + outcome.trimmed_tokens
+            results[task.index] = result
+        final = tuple(r for r in results if r is not None)
+        return ExecutionReport(results=final, circuit_broken=tuple(broken), trimmed=trimmed)
+
+    def _run_round(
+        self,
+        tasks: Sequence[_Task],
+        request: ContextRequest,
+        backends: BackendSet,
+        plan_context: PlanContext,
+    ) -> list[_Outcome]:
+        if not tasks:
+            return []
+        config = self._config
+        timeouts = [config.timeout_for(task.allocation.name) for task in tasks]
+        # The round waits for the slowest allowance; each strategy is held to its own.
+        state: Round[_Outcome] = Round(len(tasks))
+
+        def work() -> None:
+            while (index := state.claim()) is not None:
+                allocation = tasks[index].allocation
+                try:
+                    outcome = _run_strategy(
+                        allocation,
+                        request,
+                        backends,
+                        plan_context,
+                        config.max_fragments_for(allocation.name),
+                    )
+                except Exception as exc:  # a bug of ours must not leave the round waiting
+                    logger.exception("executor failed on strategy %s", allocation.name)
+                    outcome = _failure(
+                        allocation, f"executor error {describe_error(exc)}", ERROR, 0.0
+                    )
+                state.finish(index, outcome)
+
+        workers = self._pool.run(work, min(self._config.executor_max_workers, len(tasks)))
+        if workers:
+            round_start = time.perf_counter()
+            # Wait until every task is done or the longest allowance among those still
+            # running is spent; with one timeout for all this is a single wait.
+            while not state.done.is_set():
+                pending = [t for t, o in zip(timeouts, state.outcomes, strict=True) if o is None]
+                remaining = max(pending, default=0.0) - (time.perf_counter() - round_start)
+                if remaining <= 0 or state.done.wait(min(remaining, max(min(pending), 0.01))):
+                    break
+        outcomes, started = state.close()
+        now = time.perf_counter()
+        final: list[_Outcome] = []
+        for task, outcome, began, own in zip(tasks, outcomes, started, timeouts, strict=True):
+            late = outcome is not None and outcome.result.execution_time_ms > own * 1000.0
+            if outcome is None or late:
+                outcome = _unfinished(task.allocation, began, now, own, workers)
+            final.append(outcome)
+        return final
+
+
+def _failure(
+    allocation: Allocation, message: str, status: str, elapsed_ms: float, **stats: Any
+) -> _Outcome:
+    result = ContextStrategyResult(
+        strategy_name=allocation.name,
+        execution_time_ms=max(0.0, elapsed_ms),
+        errors=(message,),
+        stats={"status": status, "allocation": allocation.tokens, **stats},
+    )
+    return _Outcome(result=result, failed=status != NOT_STARTED)
+
+
+def _unfinished(
+    allocation: Allocation, began: float | None, now: float, timeout: float, workers: int
+) -> _Outcome:
+    name = allocation.name
+    if began is None:
+        logger.warning("strategy %s not started within %g s", name, timeout)
+        return _failure(
+            allocation,
+            f"not started: all {workers} worker(s) were busy until the {timeout:g} s deadline",
+            NOT_STARTED,
+            0.0,
+        )
+    logger.warning("strategy %s timed out after %g s", name, timeout)
+    return _failure(allocation, f"timed out after {timeout:g} s", TIMEOUT, (now - began) * 1000.0)
+
+
+def _run_strategy(
+    allocation: Allocation,
+    request: ContextRequest,
+    backends: BackendSet,
+    plan_context: PlanContext,
+    max_fragments: int,
+) -> _Outcome:
+    """Call the strategy and turn whatever it does into a validated, limited result."""
+    name = allocation.name
+    tokens = allocation.tokens
+    start = time.perf_counter()
+    try:
+        returned: object = allocation.strategy.assemble(
+            request, backends, ContextBudget.of(tokens), plan_context
+        )
+    except BaseException as exc:  # a strategy's failure (even SystemExit) must not kill the worker
+        elapsed = (time.perf_counter() - start) * 1000.0
+        logger.warning("strategy %s failed: %s", name, describe_error(exc))
+        logger.debug("strategy %s traceback", name, exc_info=exc)
+        return _failure(allocation, f"raised {describe_error(exc)}", ERROR, elapsed)
+    elapsed = (time.perf_counter() - start) * 1000.0
+    if not isinstance(returned, (list, tuple)):
+        message = f"returned {type(returned).__name__}, expected list[ContextFragment]"
+        logger.warning("strategy %s %s", name, message)
+        return _failure(allocation, message, ERROR, elapsed)
+    for position, item in enumerate(returned):
+        if not isinstance(item, ContextFragment):
+            message = (
+                f"returned {type(item).__name__} at index {position}, "
+                "expected list[ContextFragment]"
+            )
+            logger.warning("strategy %s %s", name, message)
+            return _failure(allocation, message, ERROR, elapsed)
+    fragments: Sequence[ContextFragment] = returned
+    kept, over_budget, over_count = _limit(fragments, tokens, max_fragments)
+    returned_tokens = sum(f.token_count for f in fragments)
+    used = sum(f.token_count for f in kept)
+    errors: list[str] = []
+    stats: dict[str, Any] = {
+        "status": OK,
+        "allocation": tokens,
+        "rank_order": _rank_order(kept),
+        "fragment_order": [f.fragment_id for f in kept],
+    }
+    trimmed = returned_tokens - used
+    if over_budget or over_count:
+        stats["trimmed_tokens"] = trimmed
+        stats["trimmed_fragments"] = over_budget + over_count
+    if over_budget:
+        errors.append(
+            f"returned {returned_tokens} tokens for an allocation of {tokens}: "
+            f"dropped {over_budget} fragment(s) that did not fit"
+        )
+    if over_count:
+        errors.append(
+            f"returned {len(fragments)} fragments: kept at most {max_fragments} "
+            f"(max_fragments_per_strategy), dropped {over_count}"
+        )
+    if errors:
+        logger.warning("strategy %s trimmed: %s", name, "; ".join(errors))
+    result = ContextStrategyResult(
+        strategy_name=name,
+        fragments=tuple(kept),
+        total_fragments=len(fragments),
+        tokens_used=used,
+        execution_time_ms=elapsed,
+        errors=tuple(errors),
+        stats=stats,
+    )
+    return _Outcome(result=result, failed=False, trimmed_tokens=trimmed)

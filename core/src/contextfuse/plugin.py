@@ -1,0 +1,221 @@
+"""What a plugin author needs, in one place (the second tier of the public API).
+
+```python
+from contextfuse.plugin import ContextStrategy, StrategyCapabilities, hookimpl
+```
+
+* the hook marker ``hookimpl`` (the hooks are listed in ``docs/hooks.md``);
+* strategies: the ``ContextStrategy`` protocol, ``StrategyCapabilities``,
+  ``NodeScoringStrategy`` (score knowledge-base nodes, let selection pick renderings that fit)
+  and its ``SelectionPolicy``;
+* the ten component protocols, the records that flow between them and the slot table;
+* the knowledge-base protocols a strategy queries, ``BackendProvider`` for a store, and
+  ``IndexContributor`` for work done while an index is built.
+
+Users call ``contextfuse``; ``contextfuse.plugin`` is for extending it. Names are imported on
+first use, so importing this module is cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+__all__ = [
+    "SLOTS",
+    "Allocation",
+    "AssembledContext",
+    "BackendProvider",
+    "BackendSet",
+    "BudgetAllocator",
+    "BudgetPacker",
+    "Candidate",
+    "CircuitAware",
+    "Commit",
+    "ContextBudget",
+    "ContextFragment",
+    "ContextRequest",
+    "ContextStrategy",
+    "DepthResolution",
+    "DetailDepthResolver",
+    "Edge",
+    "ExecutionReport",
+    "FragmentBackend",
+    "FragmentDeduplicator",
+    "FragmentOrderer",
+    "FragmentProvenance",
+    "FragmentScorer",
+    "GraphBackend",
+    "IndexContributor",
+    "IndexSession",
+    "Node",
+    "NodeScoringStrategy",
+    "NodeStore",
+    "PackResult",
+    "PlanContext",
+    "PlanStore",
+    "PreambleGenerator",
+    "Rendering",
+    "ScoredFragment",
+    "SearchHit",
+    "SelectionPolicy",
+    "SkeletonCompressor",
+    "Slot",
+    "StrategyCapabilities",
+    "StrategyExecutor",
+    "StrategySelector",
+    "TemporalBackend",
+    "TextBackend",
+    "Tokenizer",
+    "VectorBackend",
+    "hookimpl",
+]
+
+_EXPORTS: dict[str, str] = {
+    "hookimpl": "contextfuse.hookspecs",
+    "ContextStrategy": "contextfuse.strategy",
+    "NodeScoringStrategy": "contextfuse.selection",
+    "SelectionPolicy": "contextfuse.selection",
+    "SLOTS": "contextfuse.slots",
+    "Slot": "contextfuse.slots",
+    "Tokenizer": "contextfuse.tokenizer",
+    "BackendProvider": "contextfuse.stores",
+    "IndexSession": "contextfuse.kb",
+    **dict.fromkeys(
+        (
+            "StrategyCapabilities",
+            "ContextBudget",
+            "ContextFragment",
+            "ContextRequest",
+            "FragmentProvenance",
+            "PlanContext",
+        ),
+        "contextfuse.models",
+    ),
+    **dict.fromkeys(
+        (
+            "BackendSet",
+            "Commit",
+            "Edge",
+            "FragmentBackend",
+            "GraphBackend",
+            "Node",
+            "NodeStore",
+            "PlanStore",
+            "Rendering",
+            "SearchHit",
+            "TemporalBackend",
+            "TextBackend",
+            "VectorBackend",
+        ),
+        "contextfuse.backends",
+    ),
+    **dict.fromkeys(
+        (
+            "Allocation",
+            "AssembledContext",
+            "BudgetAllocator",
+            "BudgetPacker",
+            "Candidate",
+            "CircuitAware",
+            "DepthResolution",
+            "DetailDepthResolver",
+            "ExecutionReport",
+            "FragmentDeduplicator",
+            "FragmentOrderer",
+            "FragmentScorer",
+            "PackResult",
+            "PreambleGenerator",
+            "ScoredFragment",
+            "SkeletonCompressor",
+            "StrategyExecutor",
+            "StrategySelector",
+        ),
+        "contextfuse.components.protocols",
+    ),
+}
+
+
+@runtime_checkable
+class IndexContributor(Protocol):
+    """Work done while an index is built (hook ``contextfuse_index_contributors``).
+
+    ``contribute`` runs after the nodes are written, inside the index's transaction: compute
+    embeddings or extra graph edges for ``session.changed_uris`` and drop what belonged to
+    ``session.removed_uris``. One that raises is reported by name; the index stays usable.
+    """
+
+    @property
+    def name(self) -> str:
+        """Reported in the index statistics."""
+        ...
+
+    def contribute(self, session: IndexSession) -> object:
+        """Do the work; the return value is reported (e.g. a count)."""
+        ...
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'contextfuse.plugin' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from contextfuse.backends import (
+        BackendSet,
+        Commit,
+        Edge,
+        FragmentBackend,
+        GraphBackend,
+        Node,
+        NodeStore,
+        PlanStore,
+        Rendering,
+        SearchHit,
+        TemporalBackend,
+        TextBackend,
+        VectorBackend,
+    )
+    from contextfuse.components.protocols import (
+        Allocation,
+        AssembledContext,
+        BudgetAllocator,
+        BudgetPacker,
+        Candidate,
+        CircuitAware,
+        DepthResolution,
+        DetailDepthResolver,
+        ExecutionReport,
+        FragmentDeduplicator,
+        FragmentOrderer,
+        FragmentScorer,
+        PackResult,
+        PreambleGenerator,
+        ScoredFragment,
+        SkeletonCompressor,
+        StrategyExecutor,
+        StrategySelector,
+    )
+    from contextfuse.hookspecs import hookimpl
+    from contextfuse.kb import IndexSession
+    from contextfuse.models import (
+        ContextBudget,
+        ContextFragment,
+        ContextRequest,
+        FragmentProvenance,
+        PlanContext,
+        StrategyCapabilities,
+    )
+    from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
+    from contextfuse.slots import SLOTS, Slot
+    from contextfuse.stores import BackendProvider
+    from contextfuse.strategy import ContextStrategy
+    from contextfuse.tokenizer import Tokenizer
