@@ -48,7 +48,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tasks")
     parser.add_argument("corpora", help="corpus cache dir (materialize.py) or TSV")
-    parser.add_argument("--strategy", action="append", help="'default' or a strategy name")
+    parser.add_argument(
+        "--strategy", action="append", help="'default', a strategy, or several joined by +"
+    )
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--repos", help="comma-separated repos to keep")
     parser.add_argument("--out", help="write per-task rows as JSON")
@@ -78,7 +80,7 @@ def main() -> None:
         for task in group:
             anchors = ev.present_anchors(task, root)
             for name in strategies:
-                chosen = None if name == "default" else [name]
+                chosen = None if name == "default" else name.split("+")
                 for budget in budgets:
                     t0 = time.perf_counter()
                     payload = assembler.assemble(
