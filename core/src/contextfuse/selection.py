@@ -27,6 +27,7 @@ from contextfuse.models import (
     FragmentProvenance,
     PlanContext,
 )
+from contextfuse.signals import annotate_signals
 from contextfuse.tokenizer import default_tokenizer
 
 __all__ = ["HEADER_SYMBOL", "NodeScoringStrategy", "SelectionPolicy", "select_fragments"]
@@ -371,7 +372,9 @@ class NodeScoringStrategy:
     """Base of strategies that score knowledge-base nodes: ``assemble`` selects fragments.
 
     Subclasses set ``name`` and ``capabilities`` and implement ``can_handle``, ``scores``
-    (node URI -> score) and ``explain``.
+    (node URI -> score) and ``explain``. A strategy that fuses several ranked lists
+    overrides ``scored_signals`` instead, so each fragment says which list found it
+    (``metadata["signals"]``).
     """
 
     name: str
@@ -381,6 +384,12 @@ class NodeScoringStrategy:
         """Node URI -> score (higher is better) for ``request``."""
         raise NotImplementedError
 
+    def scored_signals(
+        self, request: ContextRequest, backends: BackendSet
+    ) -> tuple[dict[str, float], dict[str, list[str]]]:
+        """The scores and the ranked lists (best first) they came from; default: no lists."""
+        return self.scores(request, backends), {}
+
     def assemble(
         self,
         request: ContextRequest,
@@ -388,10 +397,8 @@ class NodeScoringStrategy:
         budget: ContextBudget,
         plan_context: PlanContext,
     ) -> list[ContextFragment]:
-        return select_fragments(
-            self.scores(request, backends),
-            backends,
-            budget.available_tokens,
-            strategy=self.name,
-            policy=self.policy,
+        scores, rankings = self.scored_signals(request, backends)
+        fragments = select_fragments(
+            scores, backends, budget.available_tokens, strategy=self.name, policy=self.policy
         )
+        return annotate_signals(fragments, rankings) if rankings else fragments

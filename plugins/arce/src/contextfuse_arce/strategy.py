@@ -20,15 +20,11 @@ import attrs
 
 from contextfuse import (
     BackendSet,
-    ContextBudget,
-    ContextFragment,
     ContextRequest,
-    PlanContext,
     StrategyCapabilities,
 )
-from contextfuse.selection import NodeScoringStrategy, SelectionPolicy, select_fragments
+from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
 from contextfuse.signals import (
-    annotate_signals,
     reciprocal_rank_fusion,
     weigh_by_prior,
 )
@@ -165,25 +161,14 @@ class ArceStrategy(NodeScoringStrategy):
 
     def scores(self, request: ContextRequest, backends: BackendSet) -> dict[str, float]:
         """Node URI -> fused score, weighed by the node's kind (code above tests and prose)."""
-        fused, _ = self.signals(request, backends)
-        return weigh_by_prior(fused, request.query, backends.nodes)
+        return self.scored_signals(request, backends)[0]
 
-    def assemble(
-        self,
-        request: ContextRequest,
-        backends: BackendSet,
-        budget: ContextBudget,
-        plan_context: PlanContext,
-    ) -> list[ContextFragment]:
+    def scored_signals(
+        self, request: ContextRequest, backends: BackendSet
+    ) -> tuple[dict[str, float], dict[str, list[str]]]:
+        """Fused scores weighed by kind of node, and every ranked list behind them."""
         fused, lists = self.signals(request, backends)
-        fragments = select_fragments(
-            weigh_by_prior(fused, request.query, backends.nodes),
-            backends,
-            budget.available_tokens,
-            strategy=self.name,
-            policy=self.policy,
-        )
-        return annotate_signals(fragments, lists)
+        return weigh_by_prior(fused, request.query, backends.nodes), lists
 
     def explain(self) -> str:
         return (

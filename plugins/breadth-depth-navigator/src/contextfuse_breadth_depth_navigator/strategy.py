@@ -16,14 +16,11 @@ import attrs
 
 from contextfuse import (
     BackendSet,
-    ContextBudget,
-    ContextFragment,
     ContextRequest,
-    PlanContext,
     StrategyCapabilities,
 )
-from contextfuse.selection import NodeScoringStrategy, SelectionPolicy, select_fragments
-from contextfuse.signals import annotate_signals, reciprocal_rank_fusion, weigh_by_prior
+from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
+from contextfuse.signals import reciprocal_rank_fusion, weigh_by_prior
 from contextfuse_semantic_embedding.strategy import shared_embedder
 from contextfuse_simple_keyword.query import specific_mentions
 
@@ -120,18 +117,11 @@ class BreadthDepthNavigator(NodeScoringStrategy):
         """Node URI -> score: seed rank and walk rank fused, weighed by kind of node."""
         return self.navigate(request, backends)[0]
 
-    def assemble(
-        self,
-        request: ContextRequest,
-        backends: BackendSet,
-        budget: ContextBudget,
-        plan_context: PlanContext,
-    ) -> list[ContextFragment]:
-        scores, lists = self.navigate(request, backends)
-        fragments = select_fragments(
-            scores, backends, budget.available_tokens, strategy=self.name, policy=self.policy
-        )
-        return annotate_signals(fragments, lists)
+    def scored_signals(
+        self, request: ContextRequest, backends: BackendSet
+    ) -> tuple[dict[str, float], dict[str, list[str]]]:
+        """The navigation's scores and its seed and walk lists."""
+        return self.navigate(request, backends)
 
     def explain(self) -> str:
         return (
