@@ -84,4 +84,4 @@ def test_an_assembly_promotes_the_files_it_delivers(store: Store, shop: Path) ->
         assert tiers.counts()["hot"] >= 1
         assert payload.fragments
     finally:
-        assembler.backends.nodes.close()
+        assembler.close()

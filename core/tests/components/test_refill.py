@@ -49,11 +49,13 @@ class Ranked:
 
 def test_two_strategies_that_agree_leave_no_budget_stranded() -> None:
     shared = [_fragment(f"project://p/f{i}.py") for i in range(30)]
-    pipeline = ACMSPipeline(plugin_manager=make_plugin_manager(autoload=False))
-    pipeline.register_strategy("good", Ranked("good", 0.9, shared))
-    pipeline.register_strategy("echo", Ranked("echo", 0.3, shared))
     budget = ContextBudget(max_tokens=2000, reserved_tokens=0)
-    payload = pipeline.run("q", {"text": True}, budget, strategies=["good", "echo"], preamble=False)
+    with ACMSPipeline(plugin_manager=make_plugin_manager(autoload=False)) as pipeline:
+        pipeline.register_strategy("good", Ranked("good", 0.9, shared))
+        pipeline.register_strategy("echo", Ranked("echo", 0.3, shared))
+        payload = pipeline.run(
+            "q", {"text": True}, budget, strategies=["good", "echo"], preamble=False
+        )
     assert payload.total_tokens >= 0.9 * budget.available_tokens
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 
 import pytest
 
@@ -76,7 +77,7 @@ def test_too_many_redirects_raise():
 
 
 @pytest.fixture(scope="module")
-def backends(tmp_path_factory) -> BackendSet:
+def backends(tmp_path_factory) -> Iterator[BackendSet]:
     repo = tmp_path_factory.mktemp("web")
     for rel, text in FILES.items():
         path = repo / rel
@@ -88,7 +89,8 @@ def backends(tmp_path_factory) -> BackendSet:
 
     pm.register_plugin(semantic, "semantic-embedding")
     index(repo, pm=pm)
-    return open_backends(repo)
+    with open_backends(repo) as opened:
+        yield opened
 
 
 def _assemble(backends: BackendSet, query: str, budget: int = 2000) -> list:

@@ -277,7 +277,7 @@ def test_the_plan_id_flows_from_the_assembler_to_the_strategy(
             strategies=["plan-decision-context"],
         )
     finally:
-        assembler.backends.nodes.close()
+        assembler.close()
     assert payload.plan_id == plans["sessions"].id
     uris = {f.uko_node for f in payload.fragments}
     assert {plans["sessions"].uri, plans["storage"].uri, plans["release"].uri} <= uris

@@ -279,7 +279,7 @@ def test_the_assembler_runs_it_when_named(repo: Path, contextfuse_strategy: Any)
             "why are negative quantities rejected", 2000, strategies=["temporal-archaeology"]
         )
     finally:
-        assembler.backends.nodes.close()
+        assembler.close()
     assert payload.strategies_used == ("temporal-archaeology",)
     assert any("Reject negative quantities" in f.content for f in payload.fragments)
 
