@@ -557,6 +557,24 @@ def test_engine_uses_a_replacement_scorer_through_the_keyed_protocol() -> None:
     assert [s.uko_node for s in result.omitted] == ["a"]
 
 
+def test_engine_calls_a_forwarding_proxy_through_its_plain_method() -> None:
+    calls: list[str] = []
+
+    class CountingProxy:
+        """Forwards everything to the default scorer through ``__getattr__``, counting score."""
+
+        def __init__(self) -> None:
+            self.inner = WeightedCompositeScorer()
+
+        def __getattr__(self, name: str) -> object:
+            if name == "score":
+                calls.append("score")
+            return getattr(self.inner, name)
+
+    FusionEngine(scorer=CountingProxy()).fuse([frag("a"), frag("b")], 100)  # type: ignore[arg-type]
+    assert calls == ["score"]
+
+
 def test_engine_route_through_the_plain_protocols_equals_the_keyed_route() -> None:
     class PlainScorer:
         """The default scorer behind ``FragmentScorer.score`` only."""

@@ -272,7 +272,9 @@ class KeyedScorer(Protocol):
     ``KeyedPacker``, and hands the keys to ``pack_keyed``, so the scored fragments are never
     re-sorted or re-read. A scorer that implements it promises the same result as ``score``:
     ``[scored[k[4]] for k in keys]`` is what ``score`` returns. A subclass that overrides
-    ``score`` must therefore override ``score_keyed`` too.
+    ``score`` must therefore override ``score_keyed`` too. The engine looks ``score_keyed`` up
+    on the object itself, not through ``__getattr__``: a proxy that forwards attributes to a
+    wrapped component is called through ``score``.
     """
 
     def score_keyed(
@@ -299,7 +301,9 @@ class KeyedPacker(Protocol):
 
     Used by ``FusionEngine`` together with a ``KeyedScorer``. A packer that implements it
     promises the same result as ``pack`` given the scored fragments in key order. A subclass
-    that overrides ``pack`` must therefore override ``pack_keyed`` too.
+    that overrides ``pack`` must therefore override ``pack_keyed`` too. The engine looks
+    ``pack_keyed`` up on the object itself, not through ``__getattr__``: a proxy that forwards
+    attributes to a wrapped component is called through ``pack``.
     """
 
     def pack_keyed(

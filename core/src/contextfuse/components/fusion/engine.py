@@ -10,6 +10,7 @@ grouping pass (``dedup_and_resolve``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,17 @@ from contextfuse.components.protocols import (
     KeyedScorer,
 )
 from contextfuse.models import ContextBudget, ContextFragment, PlanContext
+
+
+def _has_own(component: object, method: str) -> bool:
+    """Whether ``component`` has ``method`` without ``__getattr__``.
+
+    ``isinstance`` on a protocol looks methods up statically only from Python 3.12: checking
+    here too means a proxy that forwards attributes through ``__getattr__`` (a wrapper that
+    records or changes ``score`` or ``pack``) is called through its plain method, the one it
+    wraps, on every Python version.
+    """
+    return inspect.getattr_static(component, method, None) is not None
 
 
 class FusionEngine:
@@ -126,7 +138,12 @@ class FusionEngine:
             dedup_count = len(fragments) - len(deduped)
             resolution = self.resolver.resolve(deduped, budget_model)
         scorer, packer = self.scorer, self.packer
-        if isinstance(scorer, KeyedScorer) and isinstance(packer, KeyedPacker):
+        if (
+            isinstance(scorer, KeyedScorer)
+            and isinstance(packer, KeyedPacker)
+            and _has_own(scorer, "score_keyed")
+            and _has_own(packer, "pack_keyed")
+        ):
             scored_items, keys = scorer.score_keyed(
                 resolution.fragments,
                 plan_context,
