@@ -8,7 +8,9 @@ from contextfuse.plugin import ContextStrategy, StrategyCapabilities, hookimpl
 * strategies: the ``ContextStrategy`` protocol, ``StrategyCapabilities``,
   ``NodeScoringStrategy`` (score knowledge-base nodes, let selection pick renderings that fit)
   and its ``SelectionPolicy``;
-* the ten component protocols, the records that flow between them and the slot table;
+* the ten component protocols, the records that flow between them and the slot table, and the
+  optional ``KeyedScorer`` / ``KeyedPacker`` extensions (a scorer and packer sharing sorted
+  ``PackKey`` packing keys, the fusion engine's fast path);
 * the knowledge-base protocols a strategy queries, ``BackendProvider`` for a store, and
   ``IndexContributor`` for work done while an index is built.
 
@@ -48,9 +50,12 @@ __all__ = [
     "GraphBackend",
     "IndexContributor",
     "IndexSession",
+    "KeyedPacker",
+    "KeyedScorer",
     "Node",
     "NodeScoringStrategy",
     "NodeStore",
+    "PackKey",
     "PackResult",
     "PlanContext",
     "PlanStore",
@@ -124,6 +129,9 @@ _EXPORTS: dict[str, str] = {
             "FragmentDeduplicator",
             "FragmentOrderer",
             "FragmentScorer",
+            "KeyedPacker",
+            "KeyedScorer",
+            "PackKey",
             "PackResult",
             "PreambleGenerator",
             "ScoredFragment",
@@ -197,6 +205,9 @@ if TYPE_CHECKING:
         FragmentDeduplicator,
         FragmentOrderer,
         FragmentScorer,
+        KeyedPacker,
+        KeyedScorer,
+        PackKey,
         PackResult,
         PreambleGenerator,
         ScoredFragment,

@@ -27,6 +27,9 @@ from contextfuse.components.protocols import (
     DetailDepthResolver,
     FragmentDeduplicator,
     FragmentScorer,
+    KeyedPacker,
+    KeyedScorer,
+    PackKey,
     PackResult,
     ScoredFragment,
 )
@@ -86,6 +89,11 @@ def test_defaults_implement_the_component_protocols() -> None:
     assert isinstance(MaxDepthResolver(), DetailDepthResolver)
     assert isinstance(WeightedCompositeScorer(), FragmentScorer)
     assert isinstance(GreedyKnapsackPacker(), BudgetPacker)
+
+
+def test_default_scorer_and_packer_implement_the_keyed_extensions() -> None:
+    assert isinstance(WeightedCompositeScorer(), KeyedScorer)
+    assert isinstance(GreedyKnapsackPacker(), KeyedPacker)
 
 
 # ---- dedup ---------------------------------------------------------------------------------
@@ -505,6 +513,114 @@ def test_engine_shortcut_for_the_defaults_equals_the_protocol_route() -> None:
         deduplicator=Dedup(), resolver=Resolver(), scorer=Scorer(), packer=Packer()
     ).fuse(frags, 120, ranks=ranks, quality={"r": 0.7})
     assert fast == slow
+
+
+def test_engine_uses_a_replacement_scorer_through_the_keyed_protocol() -> None:
+    calls: list[str] = []
+
+    class ReversedScorer:
+        """Ranks by ascending relevance; implements only the keyed extension's fast path."""
+
+        def score(
+            self,
+            fragments: Sequence[ContextFragment],
+            plan_context: PlanContext,
+            *,
+            sources: Mapping[str, Sequence[str]] | None = None,
+            ranks: Mapping[str, Mapping[str, int]] | None = None,
+            quality: Mapping[str, float] | None = None,
+        ) -> list[ScoredFragment]:
+            raise AssertionError("the engine must use score_keyed")
+
+        def score_keyed(
+            self,
+            fragments: Sequence[ContextFragment],
+            plan_context: PlanContext,
+            *,
+            nodes: Sequence[str] | None = None,
+            sources: Mapping[str, Sequence[str]] | None = None,
+            ranks: Mapping[str, Mapping[str, int]] | None = None,
+            quality: Mapping[str, float] | None = None,
+        ) -> tuple[list[ScoredFragment], list[PackKey]]:
+            calls.append("score_keyed")
+            items = [ScoredFragment(f, 1.0 - f.relevance_score) for f in fragments]
+            keys = [
+                (-s.score, -s.fragment.detail_depth, s.fragment.token_count, s.uko_node, i)
+                for i, s in enumerate(items)
+            ]
+            return items, sorted(keys)
+
+    frags = [frag("a", tokens=60, rel=0.9), frag("b", tokens=60, rel=0.1)]
+    result = FusionEngine(scorer=ReversedScorer()).fuse(frags, 100)
+    assert calls == ["score_keyed"]
+    assert [f.uko_node for f in result.fragments] == ["b"]
+    assert [s.uko_node for s in result.omitted] == ["a"]
+
+
+def test_engine_calls_a_forwarding_proxy_through_its_plain_method() -> None:
+    calls: list[str] = []
+
+    class CountingProxy:
+        """Forwards everything to the default scorer through ``__getattr__``, counting score."""
+
+        def __init__(self) -> None:
+            self.inner = WeightedCompositeScorer()
+
+        def __getattr__(self, name: str) -> object:
+            if name == "score":
+                calls.append("score")
+            return getattr(self.inner, name)
+
+    FusionEngine(scorer=CountingProxy()).fuse([frag("a"), frag("b")], 100)  # type: ignore[arg-type]
+    assert calls == ["score"]
+
+
+def test_engine_route_through_the_plain_protocols_equals_the_keyed_route() -> None:
+    class PlainScorer:
+        """The default scorer behind ``FragmentScorer.score`` only."""
+
+        def __init__(self) -> None:
+            self.inner = WeightedCompositeScorer()
+
+        def score(
+            self,
+            fragments: Sequence[ContextFragment],
+            plan_context: PlanContext,
+            *,
+            sources: Mapping[str, Sequence[str]] | None = None,
+            ranks: Mapping[str, Mapping[str, int]] | None = None,
+            quality: Mapping[str, float] | None = None,
+        ) -> list[ScoredFragment]:
+            return self.inner.score(
+                fragments, plan_context, sources=sources, ranks=ranks, quality=quality
+            )
+
+    class PlainPacker:
+        """The default packer behind ``BudgetPacker.pack`` only."""
+
+        def __init__(self) -> None:
+            self.inner = GreedyKnapsackPacker()
+
+        def pack(
+            self,
+            scored_fragments: Sequence[ScoredFragment],
+            budget: int,
+            detail_level_maps: Mapping[str, Sequence[ContextFragment]],
+        ) -> PackResult:
+            return self.inner.pack(scored_fragments, budget, detail_level_maps)
+
+    assert not isinstance(PlainScorer(), KeyedScorer)
+    assert not isinstance(PlainPacker(), KeyedPacker)
+    frags = [
+        frag(f"n{i % 7}", depth=(9, 4, 2, 0)[i % 4], tokens=7 * i + 3, rel=(i % 5) / 5, created=i)
+        for i in range(40)
+    ]
+    ranks = ranks_of(("r", [f"n{i}" for i in range(7)]), ("q", [f"n{i}" for i in (3, 1, 5)]))
+    keyed = FusionEngine().fuse(frags, 120, ranks=ranks, quality={"r": 0.7})
+    plain = FusionEngine(scorer=PlainScorer(), packer=PlainPacker()).fuse(
+        frags, 120, ranks=ranks, quality={"r": 0.7}
+    )
+    assert plain == keyed
 
 
 def test_engine_restores_the_garbage_collector_state() -> None:

@@ -4,6 +4,10 @@ Phase 1 (strategy orchestration): StrategySelector, BudgetAllocator, StrategyExe
 Phase 2 (fragment fusion): FragmentDeduplicator, DetailDepthResolver, FragmentScorer,
 BudgetPacker. Phase 3 (finalization): FragmentOrderer, PreambleGenerator, SkeletonCompressor.
 
+Two optional extensions let a scorer and a packer share precomputed packing keys
+(``KeyedScorer``, ``KeyedPacker``): ``FusionEngine`` uses them when both its scorer and its
+packer implement them, and the plain ``FragmentScorer`` / ``BudgetPacker`` methods otherwise.
+
 Each protocol has one production default in ``contextfuse.components``; a plugin replaces one
 through its ``contextfuse_<component>`` hook, a caller through ``ACMSPipeline(<component>=...)``.
 """
@@ -36,6 +40,9 @@ __all__ = [
     "FragmentDeduplicator",
     "FragmentOrderer",
     "FragmentScorer",
+    "KeyedPacker",
+    "KeyedScorer",
+    "PackKey",
     "PackResult",
     "PreambleGenerator",
     "ScoredFragment",
@@ -247,6 +254,67 @@ class BudgetPacker(Protocol):
         detail_level_maps: Mapping[str, Sequence[ContextFragment]],
     ) -> PackResult:
         """What fits within ``budget`` tokens. Never over budget."""
+        ...
+
+
+#: A packing key: ``(-score, -detail_depth, token_count, uko_node, position)``, where
+#: ``position`` is the index of the key's ScoredFragment in the list it was computed for.
+#: Sorted ascending, the keys give the packing order (score desc, depth desc, tokens asc,
+#: uko_node asc, then input order).
+PackKey = tuple[float, int, int, str, int]
+
+
+@runtime_checkable
+class KeyedScorer(Protocol):
+    """Optional extension of ``FragmentScorer``: scores and sorted packing keys in one pass.
+
+    ``FusionEngine`` calls ``score_keyed`` instead of ``score`` when its packer is a
+    ``KeyedPacker``, and hands the keys to ``pack_keyed``, so the scored fragments are never
+    re-sorted or re-read. A scorer that implements it promises the same result as ``score``:
+    ``[scored[k[4]] for k in keys]`` is what ``score`` returns. A subclass that overrides
+    ``score`` must therefore override ``score_keyed`` too. The engine looks ``score_keyed`` up
+    on the object itself, not through ``__getattr__``: a proxy that forwards attributes to a
+    wrapped component is called through ``score``.
+    """
+
+    def score_keyed(
+        self,
+        fragments: Sequence[ContextFragment],
+        plan_context: PlanContext,
+        *,
+        nodes: Sequence[str] | None = None,
+        sources: Mapping[str, Sequence[str]] | None = None,
+        ranks: Mapping[str, Mapping[str, int]] | None = None,
+        quality: Mapping[str, float] | None = None,
+    ) -> tuple[list[ScoredFragment], list[PackKey]]:
+        """The scored fragments in input order and their packing keys, sorted.
+
+        ``nodes``: the fragments' uko_node values when the caller already has them; the
+        other arguments are those of ``FragmentScorer.score``.
+        """
+        ...
+
+
+@runtime_checkable
+class KeyedPacker(Protocol):
+    """Optional extension of ``BudgetPacker``: packs in the order of precomputed keys.
+
+    Used by ``FusionEngine`` together with a ``KeyedScorer``. A packer that implements it
+    promises the same result as ``pack`` given the scored fragments in key order. A subclass
+    that overrides ``pack`` must therefore override ``pack_keyed`` too. The engine looks
+    ``pack_keyed`` up on the object itself, not through ``__getattr__``: a proxy that forwards
+    attributes to a wrapped component is called through ``pack``.
+    """
+
+    def pack_keyed(
+        self,
+        items: Sequence[ScoredFragment],
+        keys: Sequence[PackKey],
+        budget: int,
+        detail_level_maps: Mapping[str, Sequence[ContextFragment]],
+    ) -> PackResult:
+        """What fits within ``budget`` tokens, visiting ``items`` in the order of ``keys``
+        (sorted; ``k[4]`` is the index of the key's ScoredFragment in ``items``)."""
         ...
 
 
