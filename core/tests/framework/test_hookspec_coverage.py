@@ -17,9 +17,6 @@ COMPONENT_HOOKS = {s.hook for s in SLOTS}
 # Files that declare, document or implement the hooks rather than call them.
 NOT_CALLERS = {"hookspecs.py", "hookdoc.py", "defaults.py"}
 
-# Hooks specified ahead of their caller, with the issue that brings it (none today).
-AWAITING_CALLER: dict[str, str] = {}
-
 
 def _test_files() -> list[Path]:
     files = [*ROOT.glob("core/tests/**/test_*.py"), *ROOT.glob("tests/**/test_*.py")]
@@ -35,11 +32,7 @@ def _core_sources() -> str:
     )
 
 
-def test_the_hooks_awaiting_a_caller_are_specified_hooks():
-    assert set(AWAITING_CALLER) <= set(HOOKS)
-
-
-@pytest.mark.parametrize("name", sorted(set(HOOKS) - COMPONENT_HOOKS - set(AWAITING_CALLER)))
+@pytest.mark.parametrize("name", sorted(set(HOOKS) - COMPONENT_HOOKS))
 def test_each_collecting_hook_is_called_by_the_core(name):
     sources = _core_sources()
     called = re.search(rf"hook\.{name}\(|each_implementation\(\s*\"{name}\"", sources)
@@ -51,7 +44,7 @@ def test_the_component_hooks_are_exactly_the_slot_tables_hooks():
     assert firstresult == COMPONENT_HOOKS
 
 
-@pytest.mark.parametrize("name", sorted(set(HOOKS) - set(AWAITING_CALLER)))
+@pytest.mark.parametrize("name", sorted(set(HOOKS)))
 def test_each_hook_has_a_behaviour_test_that_implements_it(name):
     pattern = re.compile(rf"def {name}\(")
     implementing = [f for f in _test_files() if pattern.search(f.read_text(encoding="utf-8"))]
