@@ -52,6 +52,9 @@ class SelectionPolicy:
         large budget buys whole files, which also keeps the fragment count down.
     :param max_outline_share: the largest share one file outline (depth 2) may take.
     :param map_files: at most this many files in the map.
+    :param map_slot_share: the share of ``max_fragments`` that code may not take in its first
+        pass, kept for the map. Many small code fragments would otherwise use up the fragment
+        cap at large budgets, and the map would show few files.
     :param max_header_share: the largest share a file's header (its lines before the first
         symbol: imports, constants) may take; it is shown with the file's first full-source
         symbol, since an edit often starts there.
@@ -72,6 +75,7 @@ class SelectionPolicy:
     spend_target: float = 0.9
     max_outline_share: float = 0.08
     map_files: int = 60
+    map_slot_share: float = 1 / 3
     max_fragments: int = 100
     max_header_share: float = 0.05
     file_evidence_weight: float = 0.5
@@ -204,6 +208,9 @@ def select_fragments(
     header_limit = max(1, int(available * policy.max_header_share))
     whole_file = max(policy.whole_file_tokens, int(available * policy.whole_file_share))
 
+    # A file's header costs a query and a token count; several of its nodes may ask for it.
+    headers: dict[str, Rendering | None] = {}
+
     def spend_on_code(limit: int, slots: int) -> None:
         for position, (uri, score) in enumerate(code_order, start=1):
             if used >= limit or len(chosen) >= slots:
@@ -241,13 +248,20 @@ def select_fragments(
             if used + choice.token_count > limit:
                 continue
             take(node, choice, score, reason)
-            if choice.depth == DetailDepth.FULL_SOURCE and node.kind != "file":
-                header = _module_header(store, backends, nodes, renderings, node.file_uri)
-                header_uri = f"{node.file_uri}#{HEADER_SYMBOL}"
+            header_uri = f"{node.file_uri}#{HEADER_SYMBOL}"
+            if (
+                choice.depth == DetailDepth.FULL_SOURCE
+                and node.kind != "file"
+                and header_uri not in taken
+                and len(chosen) < slots
+            ):
+                if node.file_uri not in headers:
+                    headers[node.file_uri] = _module_header(
+                        store, backends, nodes, renderings, node.file_uri
+                    )
+                header = headers[node.file_uri]
                 if (
                     header is not None
-                    and len(chosen) < slots
-                    and header_uri not in taken
                     and header.token_count <= header_limit
                     and used + header.token_count <= limit
                     and not _overlaps(spans.get(node.file_uri, []), _span(header))
@@ -300,7 +314,7 @@ def select_fragments(
     code_budget = available - min(int(available * policy.map_share), policy.max_map_tokens)
     # Code may not take every fragment slot: the map's files are how the agent finds its way,
     # and at large budgets many small code fragments would otherwise crowd them out.
-    map_slots = min(policy.map_files, policy.max_fragments // 3)
+    map_slots = min(policy.map_files, int(policy.max_fragments * policy.map_slot_share))
     spend_on_code(code_budget, policy.max_fragments - map_slots)
     # A map of the best files not shown yet, at outline depth.
     max_outline = max(1, int(available * policy.max_outline_share))

@@ -76,6 +76,18 @@ def test_code_leaves_fragment_slots_for_the_file_map(new_repo, write, build, ope
     assert any(f.detail_depth == 2 for f in fragments)
 
 
+def test_a_larger_map_slot_share_maps_more_files(new_repo, write, build, opened) -> None:
+    files = {f"pkg/m{i}.py": "import os\n\n\n" + _many_functions(30) for i in range(40)}
+    kb = _kb(new_repo, write, build, opened, files)
+
+    def mapped(share: float) -> int:
+        policy = SelectionPolicy(max_fragments=30, whole_file_tokens=0, map_slot_share=share)
+        fragments = select_fragments(_scores(kb), kb, 200_000, strategy="t", policy=policy)
+        return sum(f.detail_depth == 2 for f in fragments)
+
+    assert mapped(0.5) > mapped(0.2)
+
+
 def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
     new_repo, write, build, opened
 ) -> None:

@@ -12,7 +12,7 @@ from contextfuse.kb import index, open_backends
 from contextfuse.plugins import make_plugin_manager
 from contextfuse.selection import HEADER_SYMBOL
 from contextfuse.testing import assert_strategy_conforms
-from contextfuse_arce import ArceStrategy
+from contextfuse_arce import ArceStrategy, ArceWeights
 
 FILES = {
     "http/client.py": '''"""The HTTP client."""
@@ -145,3 +145,15 @@ def test_without_vectors_arce_still_ranks_by_text_and_graph(backends):
         PlanContext(),
     )
     assert any(f.detail_depth == 9 and "def resolve_location" in f.content for f in fragments)
+
+
+def test_the_code_list_holds_implementation_code_but_no_tests_or_prose(backends):
+    _, lists = ArceStrategy().signals(ContextRequest(query="redirects client"), backends)
+    assert any(uri.endswith("#Client.send") for uri in lists["code"])
+    assert not any("tests/" in uri or "docs/" in uri for uri in lists["code"])
+
+
+def test_without_a_code_weight_there_is_no_code_list(backends):
+    strategy = ArceStrategy(ArceWeights(code=0.0))
+    _, lists = strategy.signals(ContextRequest(query="redirects client"), backends)
+    assert "code" not in lists

@@ -25,6 +25,7 @@ from contextfuse import (
 )
 from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
 from contextfuse.signals import (
+    is_test_path,
     reciprocal_rank_fusion,
     weigh_by_prior,
 )
@@ -40,6 +41,9 @@ class ArceWeights:
 
     :param text: BM25 over code-aware terms, every node.
     :param files: BM25 over whole files (a file that matches as a whole, not by one part).
+    :param code: BM25 over implementation code alone (functions, methods and classes outside
+        tests): in a repository with much prose and many tests, the code that does the work
+        would otherwise rank below them and never enter the fusion.
     :param vector: cosine similarity of embeddings.
     :param mentions: files and symbols the request names exactly.
     :param focus: the request's focus nodes.
@@ -51,6 +55,7 @@ class ArceWeights:
 
     text: float = 1.0
     files: float = 1.0
+    code: float = 1.0
     vector: float = 1.0
     mentions: float = 2.0
     focus: float = 3.0
@@ -58,6 +63,14 @@ class ArceWeights:
     history: float = 0.3
     seeds: int = 30
     hits: int = 300
+
+
+_SYMBOL_KINDS = ("function", "method", "class")
+
+
+def _path_of(uri: str) -> str:
+    """The repository path of a node URI (``project://<project>/<path>#<symbol>``)."""
+    return uri.split("#", 1)[0].split("/", 3)[-1]
 
 
 _GRAPH_KINDS = ("calls", "references", "inherits", "imports", "contains")
@@ -76,7 +89,9 @@ class ArceStrategy(NodeScoringStrategy):
         quality_score=0.95,
         supports_depth_breadth=True,
     )
-    policy = SelectionPolicy(map_share=0.3)
+    # Half the fragment slots stay for the map: at large budgets, finding the file to change
+    # depends more on how many files the map shows than on more code from the best ones.
+    policy = SelectionPolicy(map_share=0.3, map_slot_share=0.5)
 
     def __init__(self, weights: ArceWeights | None = None, embedder: Any = None) -> None:
         self.weights = weights or ArceWeights()
@@ -100,6 +115,8 @@ class ArceStrategy(NodeScoringStrategy):
         lists: dict[str, list[str]] = {}
         if query.strip():
             lists["text"] = [h.uri for h in backends.text.search(query, limit=w.hits)]
+            if self.weights.code > 0:
+                lists["code"] = self._code_hits(query, backends)
             lists["files"] = [
                 h.uri for h in backends.text.search(query, limit=w.hits // 3, kinds=("file",))
             ]
@@ -109,6 +126,11 @@ class ArceStrategy(NodeScoringStrategy):
         if request.focus_nodes:
             lists["focus"] = list(request.focus_nodes)
         return {name: ranking for name, ranking in lists.items() if ranking}
+
+    def _code_hits(self, query: str, backends: BackendSet) -> list[str]:
+        # Twice as deep, since the tests among the hits are dropped.
+        hits = backends.text.search(query, limit=2 * self.weights.hits, kinds=_SYMBOL_KINDS)
+        return [h.uri for h in hits if not is_test_path(_path_of(h.uri))][: self.weights.hits]
 
     def _vector_hits(self, query: str, backends: BackendSet) -> list[str]:
         vector = backends.vector
@@ -128,6 +150,7 @@ class ArceStrategy(NodeScoringStrategy):
         weights = {
             "text": w.text,
             "files": w.files,
+            "code": w.code,
             "vector": w.vector,
             "mentions": w.mentions,
             "focus": w.focus,
