@@ -69,3 +69,29 @@ def test_a_tier_policy_whose_days_shrink_is_a_clear_error(shop: Path) -> None:
     done = run("index", "--warm-days", "1", "--hot-days", "3", str(shop))
     assert done.returncode == 2
     assert "tier days must grow" in done.stderr
+
+
+def test_assemble_shows_a_plan_and_its_decisions_from_a_postgresql_store(
+    postgres_url: str, shop: Path
+) -> None:
+    from contextfuse_postgres import open_postgres_backends
+
+    indexed = run("index", "--store", postgres_url, str(shop))
+    assert indexed.returncode == 0, indexed.stderr
+    with open_postgres_backends(postgres_url, shop.name) as kb:
+        parent = kb.plans.add_plan("Grow the shop")
+        plan = kb.plans.add_plan("Friendlier URLs", "Slugs for every item.", parent=parent.id)
+        decision = kb.plans.decide(plan.id, "Slugify item names with dashes")
+    assembled = run(
+        "assemble", "slugify the item names", "--store", postgres_url, "--repo", str(shop),
+        "--plan-id", plan.id, "--strategy", "plan-decision-context", "--no-refresh",
+        "--format", "json", "--budget", "2000",
+    )  # fmt: skip
+    assert assembled.returncode == 0, assembled.stderr
+    fragments = json.loads(assembled.stdout)["fragments"]
+    assert [(f["uko_node"], f["metadata"]["kind"]) for f in fragments] == [
+        (plan.uri, "plan"),
+        (decision.uri, "decision"),
+        (parent.uri, "plan"),
+    ]
+    assert "Slugs for every item." in fragments[0]["content"]

@@ -43,6 +43,7 @@ from contextfuse.kb.render import DEPTHS
 from contextfuse.kb.tokens import count_renderings
 from contextfuse.kb.writer import FileRecord
 from contextfuse.tokenizer import Tokenizer
+from contextfuse_postgres.adr import import_adrs
 from contextfuse_postgres.history import update_history
 from contextfuse_postgres.text import tsvector_literal
 
@@ -184,6 +185,7 @@ class _Run:
         head, added = update_history(conn, self.project, self.root, meta.get("head") or None)
         self.progress("Reading history", 1, 1)
         stats.commits_added = added
+        stats.decisions_imported = import_adrs(conn, self.project)
         meta.update(
             project=self.project,
             root=str(self.root),
