@@ -192,7 +192,7 @@ def decision_links(record: AdrRecord, path: str, ids: Mapping[str, str]) -> list
         name = reference.split("#", 1)[0].rsplit("/", 1)[-1]
         return by_name.get(f"{folder}/{name}") or by_name.get(name)
 
-    links = [(this, resolve(r)) for r in record.supersedes]
+    links: list[tuple[str | None, str | None]] = [(this, resolve(r)) for r in record.supersedes]
     links += [(resolve(r), this) for r in record.superseded_by]
     return [(newer, older) for newer, older in links if newer and older and newer != older]
 
