@@ -154,6 +154,17 @@ class ContextfuseConfig(BaseModel):
     tokenizer: TokenizerSettings = Field(default_factory=TokenizerSettings)
     sources: tuple[str, ...] = ()
 
+    def with_index(self, **changes: Any) -> ContextfuseConfig:
+        """This configuration with these ``[index]`` settings replaced (None: left as is).
+
+        Command-line options override the files this way (``--store``...).
+        """
+        given = {key: value for key, value in changes.items() if value is not None}
+        if not given:
+            return self
+        index = IndexSettings.model_validate({**self.index.model_dump(), **given})
+        return self.model_copy(update={"index": index})
+
     def settings_for(self, name: str) -> StrategySettings:
         """The settings of strategy ``name`` (defaults when not configured)."""
         return self.strategy_settings.get(name, StrategySettings())
