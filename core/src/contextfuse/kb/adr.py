@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 
 import attrs
 
+from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.plans import index_text
 from contextfuse.models import DecisionStatus, new_ulid, utc_now
 
@@ -226,7 +227,7 @@ def import_adrs(conn: sqlite3.Connection, files: Mapping[str, str]) -> int:
     imported = 0
     for path in changed:
         row = conn.execute("SELECT content FROM files WHERE path = ?", (path,)).fetchone()
-        record = parse_adr(row[0], path) if row else None
+        record = parse_adr(stored_text(row[0]), path) if row else None
         decision_id = ids[path]
         conn.execute("DELETE FROM plan_decisions WHERE id = ?", (decision_id,))
         conn.execute("DELETE FROM plan_search WHERE id = ?", (decision_id,))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextfuse.kb.adr import ADR_FOLDERS, decision_links, is_adr_path, parse_adr
+from contextfuse.kb.compressed import stored_text
 from contextfuse.models import new_ulid, utc_now
 from contextfuse_postgres.plans import plan_search_vector
 
@@ -62,9 +63,9 @@ def import_adrs(conn: Any, project: str) -> int:
     imported = 0
     for path in changed:
         row = conn.execute(
-            "SELECT content FROM cf_files WHERE project = %s AND path = %s", (project, path)
+            "SELECT content, cold FROM cf_files WHERE project = %s AND path = %s", (project, path)
         ).fetchone()
-        record = parse_adr(row[0], path) if row else None
+        record = parse_adr(stored_text(row[0] if row[1] is None else row[1]), path) if row else None
         decision_id = ids[path]
         _forget(conn, project, decision_id)
         if record is None:

@@ -193,6 +193,10 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX cf_plan_links_older ON cf_plan_links (project, older);
     """,
+    # 4: a cold file's text, compressed (contextfuse.kb.compressed); its content is then ''.
+    """
+    ALTER TABLE cf_files ADD COLUMN cold bytea;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
