@@ -38,11 +38,7 @@ def _assembler(root: Path, url: str | None) -> Any:
     from contextfuse.assembler import ContextAssembler
     from contextfuse.config import load_config
 
-    config = None
-    if url is not None:
-        config = load_config(root)
-        config = config.model_copy(update={"index": {**config.index, "store": url}})
-    return ContextAssembler(root, config=config)
+    return ContextAssembler(root, config=load_config(root).with_index(store=url))
 
 
 def _worker(root: str, url: str | None, rounds: int) -> list[float]:
@@ -89,7 +85,8 @@ def _copy_project(url: str, source: str, target: str) -> None:
         conn.execute("CREATE INDEX ON nmap (old)")
         conn.execute(
             "INSERT INTO cf_files SELECT m.new, %s, path, size, mtime_ns, sha256, language,"
-            " parser, content, facts, redactions, note FROM cf_files f JOIN fmap m ON m.old = f.id",
+            " parser, content, facts, redactions, note, cold FROM cf_files f"
+            " JOIN fmap m ON m.old = f.id",
             (target,),
         )
         conn.execute(

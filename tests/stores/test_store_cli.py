@@ -61,11 +61,62 @@ def test_index_stats_show_the_storage_tiers(
     store = ["--store", request.getfixturevalue("postgres_url")] if backend != "sqlite" else []
     done = run("index", *store, "--stats", "--hot-days", "2", str(shop))
     assert done.returncode == 0, done.stderr
-    assert "tiers     hot 0  warm 5  cold 0 files" in done.stdout
-    assert "policy    hot until idle 2 d, warm until 30 d" in done.stdout
+    assert "tiers     hot 0  warm 5  cold 0 files, 0 evicted" in done.stdout
+    assert "cold      0 files compacted" in done.stdout
+    assert "policy    hot until idle 2 d, warm until 30 d, evicted after 180 d" in done.stdout
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_the_tier_policy_comes_from_the_config_file_and_options_win(
+    backend: str, shop: Path, request: pytest.FixtureRequest
+) -> None:
+    store = ["--store", request.getfixturevalue("postgres_url")] if backend != "sqlite" else []
+    (shop / ".contextfuse").mkdir()
+    (shop / ".contextfuse/config.toml").write_text("[tiers]\nhot_days = 2\nwarm_days = 9\n")
+    configured = run("index", *store, "--stats", str(shop))
+    overridden = run("index", *store, "--stats", "--warm-days", "12", str(shop))
+    assert configured.returncode == 0, configured.stderr
+    assert "policy    hot until idle 2 d, warm until 9 d, evicted after 180 d" in configured.stdout
+    assert "policy    hot until idle 2 d, warm until 12 d, evicted after 180 d" in (
+        overridden.stdout
+    )
+
+
+def test_a_bad_tiers_section_is_a_clear_error(shop: Path) -> None:
+    (shop / ".contextfuse").mkdir()
+    (shop / ".contextfuse/config.toml").write_text("[tiers]\nhot_dayz = 2\n")
+    done = run("index", str(shop))
+    assert done.returncode == 2
+    assert "hot_dayz" in done.stderr and "hot_days" in done.stderr
 
 
 def test_a_tier_policy_whose_days_shrink_is_a_clear_error(shop: Path) -> None:
     done = run("index", "--warm-days", "1", "--hot-days", "3", str(shop))
     assert done.returncode == 2
     assert "tier days must grow" in done.stderr
+
+
+def test_assemble_shows_a_plan_and_its_decisions_from_a_postgresql_store(
+    postgres_url: str, shop: Path
+) -> None:
+    from contextfuse_postgres import open_postgres_backends
+
+    indexed = run("index", "--store", postgres_url, str(shop))
+    assert indexed.returncode == 0, indexed.stderr
+    with open_postgres_backends(postgres_url, shop.name) as kb:
+        parent = kb.plans.add_plan("Grow the shop")
+        plan = kb.plans.add_plan("Friendlier URLs", "Slugs for every item.", parent=parent.id)
+        decision = kb.plans.decide(plan.id, "Slugify item names with dashes")
+    assembled = run(
+        "assemble", "slugify the item names", "--store", postgres_url, "--repo", str(shop),
+        "--plan-id", plan.id, "--strategy", "plan-decision-context", "--no-refresh",
+        "--format", "json", "--budget", "2000",
+    )  # fmt: skip
+    assert assembled.returncode == 0, assembled.stderr
+    fragments = json.loads(assembled.stdout)["fragments"]
+    assert [(f["uko_node"], f["metadata"]["kind"]) for f in fragments] == [
+        (plan.uri, "plan"),
+        (decision.uri, "decision"),
+        (parent.uri, "plan"),
+    ]
+    assert "Slugs for every item." in fragments[0]["content"]

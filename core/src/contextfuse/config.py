@@ -33,6 +33,11 @@ store = "sqlite"                           # a backend provider's name, or a URL
 
 [tokenizer]
 name = "tiktoken:cl100k_base"              # a tokenizer a plugin contributes
+
+[tiers]                                    # storage tiers (contextfuse.kb.tiers), in days
+hot_days = 7                               # `contextfuse index` stores them with the index;
+warm_days = 30                             # its --hot-days... options win over these
+retention_days = 180
 ```
 
 Every section is validated by its model when the files are read: an unknown key or a bad
@@ -65,6 +70,7 @@ __all__ = [
     "FinalizeSettings",
     "IndexSettings",
     "StrategySettings",
+    "TierSettings",
     "TokenizerSettings",
     "check_section",
     "load_config",
@@ -127,6 +133,22 @@ class IndexSettings(BaseModel):
     )
 
 
+class TierSettings(BaseModel):
+    """The ``[tiers]`` section: the storage-tier policy ``contextfuse index`` stores.
+
+    Days a file may stay idle in each tier (see ``contextfuse.kb.tiers.TierPolicy``); an
+    unset one keeps the store's current value.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hot_days: float | None = Field(default=None, gt=0, description="Hot until idle this long.")
+    warm_days: float | None = Field(default=None, gt=0, description="Warm until idle this long.")
+    retention_days: float | None = Field(
+        default=None, gt=0, description="Evicted from the index when idle this long."
+    )
+
+
 class TokenizerSettings(BaseModel):
     """The ``[tokenizer]`` section: which contributed tokenizer counts tokens."""
 
@@ -152,7 +174,19 @@ class ContextfuseConfig(BaseModel):
     components: dict[str, str] = Field(default_factory=dict)
     index: IndexSettings = Field(default_factory=IndexSettings)
     tokenizer: TokenizerSettings = Field(default_factory=TokenizerSettings)
+    tiers: TierSettings = Field(default_factory=TierSettings)
     sources: tuple[str, ...] = ()
+
+    def with_index(self, **changes: Any) -> ContextfuseConfig:
+        """This configuration with these ``[index]`` settings replaced (None: left as is).
+
+        Command-line options override the files this way (``--store``...).
+        """
+        given = {key: value for key, value in changes.items() if value is not None}
+        if not given:
+            return self
+        index = IndexSettings.model_validate({**self.index.model_dump(), **given})
+        return self.model_copy(update={"index": index})
 
     def settings_for(self, name: str) -> StrategySettings:
         """The settings of strategy ``name`` (defaults when not configured)."""
@@ -249,6 +283,7 @@ SECTIONS: dict[str, Callable[[], type[BaseModel]]] = {
     "finalize": lambda: FinalizeSettings,
     "index": lambda: IndexSettings,
     "tokenizer": lambda: TokenizerSettings,
+    "tiers": lambda: TierSettings,
 }
 
 
@@ -316,8 +351,8 @@ def _check_section(where: _Where, section: str, model: type[BaseModel], table: A
 
 def check_section(section: str, table: Mapping[str, Any], source: str = "<code>") -> BaseModel:
     """Validate one top-level section (``coordinator``, ``fusion``, ``finalize``, ``index``,
-    ``tokenizer``) with its model; raise ``ConfigError`` naming ``source``, the section, the key
-    and the nearest valid key."""
+    ``tokenizer``, ``tiers``) with its model; raise ``ConfigError`` naming ``source``, the
+    section, the key and the nearest valid key."""
     return _check_section(
         _Where([(source, {section: dict(table)})]), section, SECTIONS[section](), table
     )
@@ -394,6 +429,7 @@ def _parse(
     finalize = checked_sections.get("finalize")
     index = checked_sections.get("index")
     tokenizer = checked_sections.get("tokenizer")
+    tiers = checked_sections.get("tiers")
     try:
         return ContextfuseConfig(
             enabled=tuple(enabled) if enabled is not None else None,
@@ -408,6 +444,7 @@ def _parse(
             tokenizer=tokenizer
             if isinstance(tokenizer, TokenizerSettings)
             else TokenizerSettings(),
+            tiers=tiers if isinstance(tiers, TierSettings) else TierSettings(),
             sources=sources,
         )
     except ValidationError as exc:

@@ -10,8 +10,6 @@ import psycopg
 from contextfuse_postgres import PostgresStoreProvider, open_postgres_backends
 from contextfuse_postgres.indexer import project_lock_key
 
-from contextfuse.models import PlanContext
-
 
 def test_indexers_of_one_project_take_turns_and_leave_one_copy(server_url: str, repo: Path) -> None:
     errors: list[BaseException] = []
@@ -67,23 +65,6 @@ def test_a_server_reads_the_last_committed_index_while_another_indexes(
             assert [n.name for n in backends.nodes.find_symbols("beta")] == ["beta"]
     finally:
         backends.nodes.close()
-
-
-def test_plans_are_stored_and_read_back_per_project(server_url: str, repo: Path) -> None:
-    PostgresStoreProvider().index(repo, {"url": server_url})
-    backends = open_postgres_backends(server_url, repo.name)
-    other = None
-    try:
-        plan = PlanContext(plan_id="p1", goal="ship", parent_plan_ids=("p0",), decisions=("d1",))
-        backends.plans.put_plan(plan)
-        PostgresStoreProvider().index(repo, {"url": server_url, "project": "someone-else"})
-        other = open_postgres_backends(server_url, "someone-else")
-        assert backends.plans.get_plan("p1") == plan
-        assert other.plans.get_plan("p1") is None
-    finally:
-        backends.nodes.close()
-        if other is not None:
-            other.nodes.close()
 
 
 def test_vector_search_uses_an_hnsw_index(server_url: str, repo: Path) -> None:

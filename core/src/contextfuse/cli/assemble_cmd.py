@@ -139,8 +139,7 @@ def _with_store(repo: Path, store: str | None) -> ContextfuseConfig | None:
         return None
     from contextfuse.config import load_config
 
-    config = load_config(repo)
-    return config.model_copy(update={"index": config.index.model_copy(update={"store": store})})
+    return load_config(repo).with_index(store=store)
 
 
 def render_explanation(explanation: dict[str, object]) -> str:

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 @click.option(
     "--retention-days",
     type=click.FloatRange(min=0, min_open=True),
-    help="Tier policy: a cold file's access record is kept this many days.",
+    help="Tier policy: a cold file idle this many days is evicted from the index.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no text summary.")
 def index(
@@ -79,7 +79,10 @@ def index(
 
     root = path if path is not None else find_repo_root(Path.cwd())
     announce_lock_wait(index_dir or root / ".contextfuse")
+    flags = {"hot_days": hot_days, "warm_days": warm_days, "retention_days": retention_days}
     try:
+        # Read before indexing: a bad [tiers] section fails before any work is done.
+        overrides = _tier_overrides(root, flags)
         with progress_bar(enabled=not quiet and output_format == "text") as progress:
             if store is None:
                 stats = build_index(
@@ -90,8 +93,7 @@ def index(
                 )
             else:
                 stats = _index_into(store, root, index_dir, rebuild, progress)
-        policy = {"hot_days": hot_days, "warm_days": warm_days, "retention_days": retention_days}
-        tiers = _apply_tiers(Path(stats.root), store, index_dir, policy)
+        tiers = _apply_tiers(Path(stats.root), store, index_dir, overrides)
     except (KnowledgeBaseError, ConfigError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
@@ -118,10 +120,19 @@ def _index_into(
     return provider.index(root, config, rebuild=rebuild, progress=progress, pm=pm)  # type: ignore[no-any-return]
 
 
+def _tier_overrides(root: Path, flags: dict[str, float | None]) -> dict[str, float]:
+    """The tier policy days to store: the project's ``[tiers]`` section, then the options."""
+    from contextfuse.config import load_config
+    from contextfuse.kb.api import resolve_root
+
+    configured = load_config(resolve_root(root)).tiers.model_dump(exclude_none=True)
+    return {**configured, **{key: value for key, value in flags.items() if value is not None}}
+
+
 def _apply_tiers(
-    root: Path, store: str | None, index_dir: Path | None, overrides: dict[str, float | None]
+    root: Path, store: str | None, index_dir: Path | None, overrides: dict[str, float]
 ) -> dict[str, Any]:
-    """Store a changed tier policy, demote idle files; returns the tiers for the summary."""
+    """Store a changed tier policy, move files between tiers; returns them for the summary."""
     from pydantic import ValidationError
 
     from contextfuse.errors import ConfigError
@@ -135,15 +146,20 @@ def _apply_tiers(
         tiers = tier_store_of(backends)
         if tiers is None:
             return {}
-        changed = {key: value for key, value in overrides.items() if value is not None}
-        if changed:
-            try:
-                policy = TierPolicy.model_validate({**tiers.policy().model_dump(), **changed})
-            except ValidationError as exc:
-                raise ConfigError(f"tier policy: {exc.errors()[0]['msg']}") from None
+        current = tiers.policy()
+        try:
+            policy = TierPolicy.model_validate({**current.model_dump(), **overrides})
+        except ValidationError as exc:
+            raise ConfigError(f"tier policy: {exc.errors()[0]['msg']}") from None
+        if policy != current:
             tiers.set_policy(policy)
         moved = tiers.apply()
-        return {"files": tiers.counts(), "moved": moved, "policy": tiers.policy().model_dump()}
+        return {
+            "files": tiers.counts(),
+            "compacted": tiers.storage(),
+            "moved": moved,
+            "policy": policy.model_dump(),
+        }
     finally:
         backends.nodes.close()
 
@@ -152,14 +168,19 @@ def _tier_summary(tiers: dict[str, Any]) -> str:
     if not tiers:
         return "  tiers     (this store has none)"
     files, policy, moved = tiers["files"], tiers["policy"], tiers["moved"]
+    compacted = tiers["compacted"]
     return "\n".join(
         [
             f"  tiers     hot {files['hot']:,}  warm {files['warm']:,}  "
-            f"cold {files['cold']:,} files",
+            f"cold {files['cold']:,} files, {files['evicted']:,} evicted",
+            f"  cold      {compacted['files']:,} files compacted: "
+            f"{compacted['source_bytes'] / 1e3:,.1f} kB of source kept in "
+            f"{compacted['stored_bytes'] / 1e3:,.1f} kB",
             f"  policy    hot until idle {policy['hot_days']:g} d, warm until "
-            f"{policy['warm_days']:g} d, cold records kept {policy['retention_days']:g} d",
+            f"{policy['warm_days']:g} d, evicted after {policy['retention_days']:g} d",
             f"  moved     {moved['admitted']:,} admitted, {moved['to_warm']:,} to warm, "
-            f"{moved['to_cold']:,} to cold, {moved['dropped']:,} records dropped",
+            f"{moved['to_cold']:,} to cold, {moved['compacted']:,} compacted, "
+            f"{moved['restored']:,} restored, {moved['evicted']:,} evicted",
         ]
     )
 

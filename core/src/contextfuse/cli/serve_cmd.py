@@ -46,6 +46,13 @@ def parse_projects(values: tuple[str, ...]) -> dict[str, Path]:
     help="Bearer token every request must carry; required off loopback. Prefer the "
     "environment variable CONTEXTFUSE_SERVER_TOKEN, which other users cannot see.",
 )
+@click.option(
+    "--store",
+    default=None,
+    metavar="URL",
+    help="Index and serve every project from this store: a backend provider's name or URL, "
+    "e.g. postgresql://host/db (default: [server] store, else each project's [index] store).",
+)
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None)
 @click.option(
     "--refresh-interval",
@@ -59,6 +66,7 @@ def serve(
     projects: tuple[str, ...],
     config_path: Path | None,
     token: str | None,
+    store: str | None,
     max_body_bytes: int | None,
     refresh_interval: float | None,
 ) -> None:
@@ -80,6 +88,7 @@ def serve(
             port=port,
             projects=parse_projects(projects),
             token=token,
+            store=store,
             max_body_bytes=max_body_bytes,
             refresh_interval_s=refresh_interval,
         )

@@ -18,10 +18,19 @@ from datetime import datetime, timezone
 
 import attrs
 
+from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.plans import index_text
 from contextfuse.models import DecisionStatus, new_ulid, utc_now
 
-__all__ = ["ADR_FOLDERS", "AdrRecord", "import_adrs", "is_adr_path", "parse_adr"]
+__all__ = [
+    "ADR_FOLDERS",
+    "AdrRecord",
+    "adr_number",
+    "decision_links",
+    "import_adrs",
+    "is_adr_path",
+    "parse_adr",
+]
 
 ADR_FOLDERS = ("docs/adr/", "docs/decisions/", "adr/")
 _EXTENSIONS = (".md", ".markdown")
@@ -162,15 +171,31 @@ def parse_adr(text: str, path: str = "") -> AdrRecord | None:
     )
 
 
-def _resolve(
-    reference: str, path: str, by_name: Mapping[str, str], by_number: Mapping[tuple[str, int], str]
-) -> str | None:
-    """The decision id an ADR reference (link target or number) names, in ``path``'s folder."""
-    folder = path.rsplit("/", 1)[0] if "/" in path else ""
-    if reference.isdigit():
-        return by_number.get((folder, int(reference)))
-    name = reference.split("#", 1)[0].rsplit("/", 1)[-1]
-    return by_name.get(f"{folder}/{name}") or by_name.get(name)
+def decision_links(record: AdrRecord, path: str, ids: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(newer, older)`` decision ids of the supersession links ``record`` (at ``path``) states.
+
+    ``ids`` maps every ADR file's path to its decision id; references to files not among
+    them, and links of a decision to itself, are left out.
+    """
+    by_name = {p.rsplit("/", 1)[-1]: i for p, i in ids.items()}
+    by_name.update(ids)
+    by_number: dict[tuple[str, int], str] = {}
+    for other, decision_id in ids.items():
+        number = adr_number(other)
+        if number is not None:
+            by_number[(other.rsplit("/", 1)[0] if "/" in other else "", number)] = decision_id
+    this = ids[path]
+
+    def resolve(reference: str) -> str | None:
+        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        if reference.isdigit():
+            return by_number.get((folder, int(reference)))
+        name = reference.split("#", 1)[0].rsplit("/", 1)[-1]
+        return by_name.get(f"{folder}/{name}") or by_name.get(name)
+
+    links: list[tuple[str | None, str | None]] = [(this, resolve(r)) for r in record.supersedes]
+    links += [(resolve(r), this) for r in record.superseded_by]
+    return [(newer, older) for newer, older in links if newer and older and newer != older]
 
 
 def import_adrs(conn: sqlite3.Connection, files: Mapping[str, str]) -> int:
@@ -198,18 +223,11 @@ def import_adrs(conn: sqlite3.Connection, files: Mapping[str, str]) -> int:
     if not changed:
         return len(gone)
     ids = {path: stored[path][0] if path in stored else new_ulid() for path in adrs}
-    by_name = {path.rsplit("/", 1)[-1]: ids[path] for path in adrs}
-    by_name.update({path: ids[path] for path in adrs})
-    by_number: dict[tuple[str, int], str] = {}
-    for path in adrs:
-        number = adr_number(path)
-        if number is not None:
-            by_number[(path.rsplit("/", 1)[0] if "/" in path else "", number)] = ids[path]
     now = utc_now().isoformat()
     imported = 0
     for path in changed:
         row = conn.execute("SELECT content FROM files WHERE path = ?", (path,)).fetchone()
-        record = parse_adr(row[0], path) if row else None
+        record = parse_adr(stored_text(row[0]), path) if row else None
         decision_id = ids[path]
         conn.execute("DELETE FROM plan_decisions WHERE id = ?", (decision_id,))
         conn.execute("DELETE FROM plan_search WHERE id = ?", (decision_id,))
@@ -223,17 +241,9 @@ def import_adrs(conn: sqlite3.Connection, files: Mapping[str, str]) -> int:
             (decision_id, record.title, record.body, record.status, path, adrs[path], created, now),
         )
         index_text(conn, decision_id, record.title, record.body)
-        links = [(decision_id, _resolve(r, path, by_name, by_number)) for r in record.supersedes]
-        links += [
-            (_resolve(r, path, by_name, by_number), decision_id) for r in record.superseded_by
-        ]
         conn.executemany(
             "INSERT OR IGNORE INTO plan_links (newer, older, origin) VALUES (?, ?, ?)",
-            [
-                (newer, older, decision_id)
-                for newer, older in links
-                if newer and older and newer != older
-            ],
+            [(newer, older, decision_id) for newer, older in decision_links(record, path, ids)],
         )
         imported += 1
     return imported + len(gone)

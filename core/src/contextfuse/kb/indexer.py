@@ -31,6 +31,7 @@ from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import files as discovery
 from contextfuse.kb.adr import ADR_FOLDERS, import_adrs
+from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend, update_history
 from contextfuse.kb.nodes import SQLiteNodeStore, source_lines
@@ -47,6 +48,7 @@ from contextfuse.kb.process import (
 )
 from contextfuse.kb.store import DB_NAME, Database, remove_index, reset_schema
 from contextfuse.kb.text import SQLiteTextBackend
+from contextfuse.kb.tiers import EVICTED
 from contextfuse.kb.tokens import count_renderings
 from contextfuse.kb.vector import SQLiteVectorBackend
 from contextfuse.kb.writer import FileRecord, IndexWriter
@@ -157,7 +159,7 @@ class IndexSession:
                 if content is None:
                     if file_id != current_file:
                         text = self._db.read("SELECT content FROM files WHERE id = ?", (file_id,))
-                        lines = text[0][0].split("\n") if text else []
+                        lines = stored_text(text[0][0]).split("\n") if text else []
                         current_file = file_id
                     content = source_lines(lines, kind, first, end)
                 yield uri, digest, content
@@ -624,8 +626,9 @@ def _pool_context() -> multiprocessing.context.BaseContext:
 
 
 def _cacheable(reason: str) -> bool:
-    """Skip reasons found by reading the file, worth remembering by size and mtime."""
-    return reason == "binary" or reason.startswith("minified")
+    """Skip reasons worth remembering by size and mtime: found by reading the file, or an
+    eviction (see ``contextfuse.kb.tiers``)."""
+    return reason in ("binary", EVICTED) or reason.startswith("minified")
 
 
 def _totals(conn: sqlite3.Connection, stats: IndexStats) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contextfuse.backends import Node, Rendering
+from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.store import Database
 
 __all__ = ["SQLiteNodeStore", "chunked", "source_lines"]
@@ -123,7 +124,7 @@ class SQLiteNodeStore:
                             text = conn.execute(
                                 "SELECT content FROM files WHERE id = ?", (file_id,)
                             ).fetchone()[0]
-                            lines = sources[file_id] = text.split("\n")
+                            lines = sources[file_id] = stored_text(text).split("\n")
                             if len(sources) > _LINE_CACHE_FILES:
                                 sources.popitem(last=False)
                         else:

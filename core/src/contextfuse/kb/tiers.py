@@ -2,13 +2,27 @@
 
 A file is **hot** while agents read it: an assembly that delivers any fragment of a file
 promotes the file to hot. A file not read for ``hot_days`` is demoted to **warm**, and after
-``warm_days`` to **cold**; its access record is kept for ``retention_days`` after that, then
-dropped (a file without a record is cold). A newly indexed file starts warm. Demotion runs
-with each ``contextfuse index``; ``contextfuse index --stats`` shows the tiers.
+``warm_days`` to **cold**. A newly indexed file starts warm. Demotion runs with each
+``contextfuse index``; ``contextfuse index --stats`` shows the tiers.
+
+The tiers move content:
+
+- hot and warm files are stored whole;
+- a cold file is **compacted**: its outline, signatures, summaries, search rows and graph
+  edges stay as they are, and its full text (from which depth-9 renderings are sliced) is
+  kept compressed (``contextfuse.kb.compressed``), decompressed on each read of it;
+- a cold file idle for ``retention_days`` is **evicted**: it leaves the index (nodes,
+  renderings, search rows, edges) and is remembered among the skipped files by size and
+  modification time, so refreshes leave it out while it is unchanged.
+
+Promotion brings content back: a compacted file read by an assembly is stored whole again,
+and an evicted file that is touched (or changed on disk) is read again from the source file
+by the next index run.
 
 The policy is stored with the index (each store keeps its own), so every indexer and server
-of a store applies the same one. This module holds the policy, the protocol every store's
-tier table implements, and the SQLite store's (new tables in the index file).
+of a store applies the same one; the ``[tiers]`` section of ``config.toml`` and the
+``contextfuse index`` options change it. This module holds the policy, the protocol every
+store's tier table implements, and the SQLite store's (new tables in the index file).
 """
 
 from __future__ import annotations
@@ -16,14 +30,19 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from contextfuse.kb.compressed import compress_text, stored_text
+from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
+from contextfuse.kb.writer import IndexWriter
 
 __all__ = [
+    "EVICTED",
     "TIERS",
     "SQLiteTierStore",
     "TierPolicy",
@@ -33,6 +52,8 @@ __all__ = [
 ]
 
 TIERS = ("hot", "warm", "cold")
+#: The skip reason of an evicted file (the indexers leave it out while it is unchanged).
+EVICTED = "evicted (idle past the retention period)"
 _DAY = 86_400
 #: Access records are best-effort: a touch waits this long for an index run's write lock,
 #: then gives up rather than stall an assembly.
@@ -56,7 +77,7 @@ class TierPolicy(BaseModel):
     hot_days: float = Field(default=7.0, gt=0, description="Hot until idle this long.")
     warm_days: float = Field(default=30.0, gt=0, description="Warm until idle this long.")
     retention_days: float = Field(
-        default=180.0, gt=0, description="A cold file's access record is kept this long."
+        default=180.0, gt=0, description="Evicted from the index when idle this long."
     )
 
     @model_validator(mode="after")
@@ -82,18 +103,27 @@ class TierStore(Protocol):
         ...
 
     def touch(self, paths: Iterable[str], now: float | None = None) -> None:
-        """Promote these files to hot: they were just read."""
+        """Promote these files to hot: they were just read.
+
+        A compacted file is stored whole again; an evicted one is read again from its source
+        by the next index run.
+        """
         ...
 
     def apply(self, now: float | None = None) -> dict[str, int]:
-        """Admit new files as warm, demote idle ones, drop expired records.
+        """Admit new files as warm, demote idle ones, compact cold ones, evict expired ones.
 
-        Returns how many files moved: ``{"admitted", "to_warm", "to_cold", "dropped"}``.
+        Returns how many files moved: ``{"admitted", "to_warm", "to_cold", "compacted",
+        "restored", "evicted"}`` (``restored``: compacted files no longer cold, stored whole).
         """
         ...
 
     def counts(self) -> dict[str, int]:
-        """Indexed files per tier, ``{"hot": n, "warm": n, "cold": n}``."""
+        """Files per tier, ``{"hot": n, "warm": n, "cold": n, "evicted": n}``."""
+        ...
+
+    def storage(self) -> dict[str, int]:
+        """The compacted files: ``{"files", "source_bytes", "stored_bytes"}``."""
         ...
 
 
@@ -114,29 +144,30 @@ def tier_store_of(backends: Any) -> TierStore | None:
 
 
 class SQLiteTierStore:
-    """Tiers in the index file (tables ``tiers`` and ``tier_policy``, created on first use)."""
+    """Tiers in the index file (tables ``tiers`` and ``tier_policy``, created on first use).
+
+    A compacted file's ``files.content`` holds its compressed text (a BLOB); an evicted file
+    is a row of ``skipped`` with the reason :data:`EVICTED`.
+    """
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def _write(self, statements: list[tuple[str, Any]], wait_ms: int | None = None) -> list[int]:
-        """Run statements in one short transaction; returns each one's row count.
+    @contextmanager
+    def _transaction(self, wait_ms: int | None = None) -> Iterator[sqlite3.Connection]:
+        """A short write transaction, the tier tables present.
 
         ``wait_ms`` bounds the wait for the write lock (default: the connection's).
         """
         conn = self._db.connection()
         if not self._ready(conn):
             conn.executescript(_SCHEMA)
-        counts: list[int] = []
         previous = conn.execute("PRAGMA busy_timeout").fetchone()[0]
         try:
             if wait_ms is not None:
                 conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
             conn.execute("BEGIN IMMEDIATE")
-            for sql, params in statements:
-                many = isinstance(params, list)
-                cursor = conn.executemany(sql, params) if many else conn.execute(sql, params)
-                counts.append(cursor.rowcount)
+            yield conn
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -144,7 +175,6 @@ class SQLiteTierStore:
             raise
         finally:
             conn.execute(f"PRAGMA busy_timeout = {int(previous)}")
-        return counts
 
     @staticmethod
     def _ready(conn: sqlite3.Connection) -> bool:
@@ -164,75 +194,155 @@ class SQLiteTierStore:
 
     def set_policy(self, policy: TierPolicy) -> None:
         """Store the policy every indexer and server of this index applies."""
-        self._write(
-            [
-                (
-                    "INSERT OR REPLACE INTO tier_policy (key, value) VALUES ('policy', ?)",
-                    (policy.model_dump_json(),),
-                )
-            ]
-        )
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO tier_policy (key, value) VALUES ('policy', ?)",
+                (policy.model_dump_json(),),
+            )
 
     def touch(self, paths: Iterable[str], now: float | None = None) -> None:
-        """Promote these files to hot: they were just read."""
+        """Promote these files to hot: they were just read (see :class:`TierStore`)."""
         stamp = int(now if now is not None else time.time())
-        rows = [(path, stamp) for path in sorted(set(paths))]
-        if not rows:
+        wanted = sorted(set(paths))
+        if not wanted:
             return
         try:
-            self._write(
-                [
-                    (
-                        "INSERT INTO tiers (path, tier, last_access, accesses)"
-                        " VALUES (?, 'hot', ?, 1) ON CONFLICT (path) DO UPDATE SET tier = 'hot',"
-                        " last_access = excluded.last_access, accesses = accesses + 1",
-                        rows,
-                    )
-                ],
-                wait_ms=_TOUCH_WAIT_MS,
-            )
+            with self._transaction(wait_ms=_TOUCH_WAIT_MS) as conn:
+                conn.executemany(
+                    "INSERT INTO tiers (path, tier, last_access, accesses)"
+                    " VALUES (?, 'hot', ?, 1) ON CONFLICT (path) DO UPDATE SET tier = 'hot',"
+                    " last_access = excluded.last_access, accesses = accesses + 1",
+                    [(path, stamp) for path in wanted],
+                )
+                _restore(conn, wanted)
+                conn.executemany(
+                    "DELETE FROM skipped WHERE path = ? AND reason = ?",
+                    [(path, EVICTED) for path in wanted],
+                )
         except sqlite3.OperationalError:  # an index run holds the lock: this record is skipped
             return
 
     def apply(self, now: float | None = None) -> dict[str, int]:
-        """Admit new files as warm, demote idle ones, drop expired records."""
+        """Admit new files as warm, demote idle ones, compact cold ones, evict expired ones."""
         policy = self.policy()
         stamp = int(now if now is not None else time.time())
-        admitted, to_warm, to_cold, dropped, _ = self._write(
-            [
-                (
-                    "INSERT INTO tiers (path, tier, last_access, accesses)"
-                    " SELECT path, 'warm', ?, 0 FROM files WHERE path NOT IN"
-                    " (SELECT path FROM tiers)",
-                    (stamp,),
-                ),
-                (
-                    "UPDATE tiers SET tier = 'warm' WHERE tier = 'hot' AND last_access < ?",
-                    (stamp - policy.hot_days * _DAY,),
-                ),
-                (
-                    "UPDATE tiers SET tier = 'cold' WHERE tier != 'cold' AND last_access < ?",
-                    (stamp - policy.warm_days * _DAY,),
-                ),
-                (
-                    "DELETE FROM tiers WHERE tier = 'cold' AND last_access < ?",
+        with self._transaction() as conn:
+            admitted = conn.execute(
+                "INSERT INTO tiers (path, tier, last_access, accesses)"
+                " SELECT path, 'warm', ?, 0 FROM files WHERE path NOT IN"
+                " (SELECT path FROM tiers)",
+                (stamp,),
+            ).rowcount
+            to_warm = conn.execute(
+                "UPDATE tiers SET tier = 'warm' WHERE tier = 'hot' AND last_access < ?",
+                (stamp - policy.hot_days * _DAY,),
+            ).rowcount
+            to_cold = conn.execute(
+                "UPDATE tiers SET tier = 'cold' WHERE tier != 'cold' AND last_access < ?",
+                (stamp - policy.warm_days * _DAY,),
+            ).rowcount
+            expired = [
+                str(row[0])
+                for row in conn.execute(
+                    "SELECT path FROM tiers WHERE tier = 'cold' AND last_access < ?",
                     (stamp - policy.retention_days * _DAY,),
-                ),
-                ("DELETE FROM tiers WHERE path NOT IN (SELECT path FROM files)", ()),
+                )
             ]
-        )
-        return {"admitted": admitted, "to_warm": to_warm, "to_cold": to_cold, "dropped": dropped}
+            evicted = _evict(conn, expired)
+            restored = _restore(
+                conn,
+                [
+                    str(row[0])
+                    for row in conn.execute(
+                        "SELECT f.path FROM files f JOIN tiers t ON t.path = f.path"
+                        " WHERE t.tier != 'cold' AND typeof(f.content) = 'blob'"
+                    )
+                ],
+            )
+            compacted = _compact(conn)
+            conn.execute("DELETE FROM tiers WHERE path NOT IN (SELECT path FROM files)")
+        return {
+            "admitted": admitted,
+            "to_warm": to_warm,
+            "to_cold": to_cold,
+            "compacted": compacted,
+            "restored": restored,
+            "evicted": evicted,
+        }
 
     def counts(self) -> dict[str, int]:
-        """Indexed files per tier (a file without a record is cold)."""
+        """Files per tier (an indexed file without a record is cold), and evicted files."""
         conn = self._db.connection()
+        evicted = conn.execute("SELECT count(*) FROM skipped WHERE reason = ?", (EVICTED,))
+        found = {"evicted": int(evicted.fetchone()[0])}
         if not self._ready(conn):
             total = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-            return {"hot": 0, "warm": 0, "cold": int(total)}
-        found = dict(
+            return {"hot": 0, "warm": 0, "cold": int(total), **found}
+        found.update(
             conn.execute(
                 "SELECT coalesce(t.tier, 'cold'), count(*) FROM files f"
                 " LEFT JOIN tiers t ON t.path = f.path GROUP BY 1"
             ).fetchall()
         )
-        return {tier: int(found.get(tier, 0)) for tier in TIERS}
+        return {tier: int(found.get(tier, 0)) for tier in (*TIERS, "evicted")}
+
+    def storage(self) -> dict[str, int]:
+        """The compacted files: how many, their source size and their stored size, in bytes."""
+        files, source, stored = (
+            self._db.connection()
+            .execute(
+                "SELECT count(*), coalesce(sum(size), 0), coalesce(sum(length(content)), 0)"
+                " FROM files WHERE typeof(content) = 'blob'"
+            )
+            .fetchone()
+        )
+        return {"files": int(files), "source_bytes": int(source), "stored_bytes": int(stored)}
+
+
+def _compact(conn: sqlite3.Connection) -> int:
+    """Compress the text of every cold file still stored whole; returns how many."""
+    rows = conn.execute(
+        "SELECT f.id, f.content FROM files f JOIN tiers t ON t.path = f.path"
+        " WHERE t.tier = 'cold' AND typeof(f.content) = 'text'"
+    ).fetchall()
+    conn.executemany(
+        "UPDATE files SET content = ? WHERE id = ?",
+        [(compress_text(text), file_id) for file_id, text in rows],
+    )
+    return len(rows)
+
+
+def _restore(conn: sqlite3.Connection, paths: Iterable[str]) -> int:
+    """Store these files' text whole again where it was compacted; returns how many."""
+    restored = 0
+    for path in paths:
+        row = conn.execute(
+            "SELECT id, content FROM files WHERE path = ? AND typeof(content) = 'blob'", (path,)
+        ).fetchone()
+        if row is not None:
+            conn.execute("UPDATE files SET content = ? WHERE id = ?", (stored_text(row[1]), row[0]))
+            restored += 1
+    return restored
+
+
+def _evict(conn: sqlite3.Connection, paths: Sequence[str]) -> int:
+    """Take these files out of the index, remembered as skipped; returns how many."""
+    rows = []
+    for chunk in chunked(list(paths)):
+        marks = ",".join("?" * len(chunk))
+        rows += conn.execute(
+            f"SELECT id, path, size, mtime_ns FROM files WHERE path IN ({marks})", chunk
+        ).fetchall()
+    if not rows:
+        return 0
+    writer = IndexWriter(conn)
+    writer.delete_files([row[0] for row in rows])
+    writer.rebuild_edges()
+    writer.rebuild_vocabulary()
+    conn.execute("DELETE FROM vectors WHERE content_hash NOT IN (SELECT content_hash FROM nodes)")
+    conn.executemany(
+        "INSERT OR REPLACE INTO skipped (path, size, mtime_ns, reason) VALUES (?, ?, ?, ?)",
+        [(path, size, mtime_ns, EVICTED) for _, path, size, mtime_ns in rows],
+    )
+    conn.executemany("DELETE FROM tiers WHERE path = ?", [(row[1],) for row in rows])
+    return len(rows)

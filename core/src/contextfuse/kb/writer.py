@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.links import FileFacts, NodeKey, build_edges, go_module
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.render import DEPTHS, NodeDraft, own_text
@@ -102,7 +103,7 @@ class IndexWriter:
         for chunk in chunked(list(file_ids)):
             marks = ",".join("?" * len(chunk))
             contents = {
-                file_id: (content, language)
+                file_id: (stored_text(content), language)
                 for file_id, content, language in self.conn.execute(
                     f"SELECT id, content, language FROM files WHERE id IN ({marks})", chunk
                 )
@@ -284,7 +285,7 @@ class IndexWriter:
         for path, content in self.conn.execute(
             "SELECT path, content FROM files WHERE path = 'go.mod' OR path LIKE '%/go.mod'"
         ):
-            declared = go_module(content)
+            declared = go_module(stored_text(content))
             if declared:
                 go_modules[declared] = posixpath.dirname(path)
         edges = build_edges(files, nodes, only=paths, go_modules=go_modules)

@@ -1,8 +1,9 @@
 """Warm projects: one assembler per served project, refreshed incrementally, shared by threads.
 
 Assemblies of a project run concurrently (each thread reads the index through its own SQLite
-connection); a refresh waits for them to finish, rebuilds the index incrementally and swaps
-the backends, while new assemblies wait for it.
+connection, or a pooled one of a server store such as PostgreSQL); a refresh waits for them
+to finish, rebuilds the index incrementally and swaps the backends, while new assemblies
+wait for it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from contextfuse.assembler import ContextAssembler
+from contextfuse.config import load_config
 from contextfuse.models import ContextPayload
 
 __all__ = ["ProjectPool", "ReadWriteLock", "WarmProject"]
@@ -67,11 +69,13 @@ class WarmProject:
         repo: Path,
         *,
         refresh_interval_s: float,
+        store: str | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
         self.repo = repo
-        self.assembler = ContextAssembler(repo)
+        config = load_config(repo).with_index(store=store)
+        self.assembler = ContextAssembler(repo, config=config)
         self._interval = refresh_interval_s
         self._clock = clock
         self._lock = ReadWriteLock()
@@ -135,11 +139,21 @@ class WarmProject:
 
 
 class ProjectPool:
-    """The projects a server was started with, by name."""
+    """The projects a server was started with, by name.
 
-    def __init__(self, projects: Mapping[str, Path], *, refresh_interval_s: float) -> None:
+    ``store`` (a backend provider's name or URL) serves every project; None: each
+    project's own ``[index] store``.
+    """
+
+    def __init__(
+        self,
+        projects: Mapping[str, Path],
+        *,
+        refresh_interval_s: float,
+        store: str | None = None,
+    ) -> None:
         self.projects = {
-            name: WarmProject(name, path, refresh_interval_s=refresh_interval_s)
+            name: WarmProject(name, path, refresh_interval_s=refresh_interval_s, store=store)
             for name, path in projects.items()
         }
 

@@ -38,7 +38,9 @@ def prepare(settings: ServerSettings, pm: Any) -> tuple[ProjectPool, dict[str, M
     """Check exposure, collect providers and warm every project's index."""
     settings.check_exposure()
     providers = collect_providers(pm, configured_providers(settings))
-    pool = ProjectPool(settings.projects, refresh_interval_s=settings.refresh_interval_s)
+    pool = ProjectPool(
+        settings.projects, refresh_interval_s=settings.refresh_interval_s, store=settings.store
+    )
     pool.warm()
     return pool, providers
 

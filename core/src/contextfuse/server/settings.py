@@ -7,6 +7,7 @@ A settings file (TOML) may give everything the flags give::
     port = 8765
     max_body_bytes = 16777216
     refresh_interval_s = 30
+    store = "postgresql://db.example/contextfuse"  # optional: one store for every project
 
     [projects]
     myapp = "/srv/repos/myapp"
@@ -74,6 +75,10 @@ class ServerSettings(BaseModel):
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     refresh_interval_s: float = Field(default=30.0, ge=0)
     providers: tuple[OpenAIProviderSettings, ...] = ()
+    #: The store every project is indexed in and served from (a backend provider's name or
+    #: URL); None: each project's own ``[index] store``. It may hold credentials: it is never
+    #: printed or returned.
+    store: str | None = Field(default=None, min_length=1, repr=False)
 
     @field_validator("projects")
     @classmethod

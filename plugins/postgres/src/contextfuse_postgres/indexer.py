@@ -27,6 +27,7 @@ from psycopg.types.json import Jsonb
 
 from contextfuse.backends import BackendSet
 from contextfuse.kb import files as discovery
+from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.indexer import DEFAULT_INDEX_DIR, IndexStats, ProgressCallback
 from contextfuse.kb.links import FileFacts, NodeKey, build_edges, go_module
 from contextfuse.kb.nodes import source_lines
@@ -40,13 +41,22 @@ from contextfuse.kb.process import (
     process_file,
 )
 from contextfuse.kb.render import DEPTHS
+from contextfuse.kb.tiers import EVICTED
 from contextfuse.kb.tokens import count_renderings
 from contextfuse.kb.writer import FileRecord
 from contextfuse.tokenizer import Tokenizer
+from contextfuse_postgres.adr import import_adrs
 from contextfuse_postgres.history import update_history
 from contextfuse_postgres.text import tsvector_literal
 
-__all__ = ["PostgresIndexSession", "index_project", "project_lock_key"]
+__all__ = [
+    "PostgresIndexSession",
+    "delete_files",
+    "index_project",
+    "project_lock_key",
+    "rebuild_edges",
+    "rebuild_vocabulary",
+]
 
 _CHUNK_FILES = 200
 _BATCH_FILES = 40  # files per task of a worker process
@@ -94,7 +104,8 @@ class PostgresIndexSession:
             with self._pool.connection() as conn:
                 rows = conn.execute(
                     "SELECT n.id, n.uri, n.content_hash, n.kind, r.content, r.line_start,"
-                    " r.line_end, CASE WHEN r.content IS NULL THEN f.content END"
+                    " r.line_end, CASE WHEN r.content IS NULL THEN f.content END,"
+                    " CASE WHEN r.content IS NULL THEN f.cold END"
                     " FROM cf_nodes n JOIN cf_renderings r ON r.node_id = n.id AND r.depth = %s"
                     " JOIN cf_files f ON f.id = n.file_id"
                     f" WHERE n.project = %s AND n.id > %s{kind_filter} ORDER BY n.id LIMIT {_PAGE}",
@@ -102,10 +113,11 @@ class PostgresIndexSession:
                 ).fetchall()
             if not rows:
                 return
-            for node_id, uri, digest, kind, content, first, end, source in rows:
+            for node_id, uri, digest, kind, content, first, end, source, cold in rows:
                 last = node_id
                 if content is None:
-                    content = source_lines(source.split("\n"), kind, first, end)
+                    text = stored_text(source if cold is None else cold)
+                    content = source_lines(text.split("\n"), kind, first, end)
                 yield uri, digest, content
 
     def count_without_vectors(self, model: str, kinds: Sequence[str] | None = None) -> int:
@@ -171,8 +183,8 @@ class _Run:
         changed = bool(self.changed or self.removed) or full
         if changed:
             self.progress("Linking symbols", 0, 1)
-            self.rebuild_edges()
-            self.rebuild_vocabulary()
+            rebuild_edges(conn, self.project)
+            rebuild_vocabulary(conn, self.project)
             self.progress("Linking symbols", 1, 1)
         conn.execute("DELETE FROM cf_skipped WHERE project = %s", (self.project,))
         with conn.cursor().copy(
@@ -184,6 +196,7 @@ class _Run:
         head, added = update_history(conn, self.project, self.root, meta.get("head") or None)
         self.progress("Reading history", 1, 1)
         stats.commits_added = added
+        stats.decisions_imported = import_adrs(conn, self.project)
         meta.update(
             project=self.project,
             root=str(self.root),
@@ -288,7 +301,7 @@ class _Run:
         )
         gone = [o.id for path, o in old.items() if path not in kept and path not in written]
         if gone:
-            self.removed.extend(self.delete_files(gone))
+            self.removed.extend(delete_files(conn, gone))
         stats.files_removed = len(gone)
         stats.files_unchanged = len(kept)
         return skipped
@@ -333,22 +346,11 @@ class _Run:
         for item in todo[done:]:
             yield process_file(self.root, self.project, item, self.max_file_size, self.tokenizer)
 
-    def delete_files(self, file_ids: Sequence[int]) -> list[str]:
-        """Remove files with their nodes and renderings; returns the removed node URIs."""
-        removed = [
-            str(row[0])
-            for row in self.conn.execute(
-                "DELETE FROM cf_nodes WHERE file_id = ANY(%s) RETURNING uri", (list(file_ids),)
-            )
-        ]
-        self.conn.execute("DELETE FROM cf_files WHERE id = ANY(%s)", (list(file_ids),))
-        return removed
-
     def write(self, records: list[FileRecord], stale: list[int], stats: IndexStats) -> None:
         """Insert files with their nodes, renderings and search vectors (COPY)."""
         conn = self.conn
         if stale:
-            self.removed.extend(self.delete_files(stale))
+            self.removed.extend(delete_files(self.conn, stale))
         node_count = sum(len(r.drafts) for r in records)
         file_ids = [
             row[0]
@@ -440,59 +442,68 @@ class _Run:
         stats.files_parsed += len(records)
         stats.nodes_written += len(node_rows)
 
-    def rebuild_edges(self) -> None:
-        """Resolve every file's facts into edges again (names resolve project-wide)."""
-        conn = self.conn
-        project = self.project
-        conn.execute("DELETE FROM cf_edges WHERE project = %s", (project,))
-        files = [
-            FileFacts(path, language, facts)
-            for path, language, facts in conn.execute(
-                "SELECT path, language, facts FROM cf_files WHERE project = %s", (project,)
-            )
-        ]
-        nodes = list(
-            map(
-                NodeKey._make,
-                conn.execute(
-                    "SELECT id, path, qualname, kind, name, parent_id FROM cf_nodes"
-                    " WHERE project = %s ORDER BY id",
-                    (project,),
-                ),
-            )
-        )
-        go_modules = {}
-        for path, content in conn.execute(
-            "SELECT path, content FROM cf_files WHERE project = %s"
-            " AND (path = 'go.mod' OR path LIKE '%%/go.mod')",
-            (project,),
-        ):
-            declared = go_module(content)
-            if declared:
-                go_modules[declared] = path.rpartition("/")[0]
-        edges = build_edges(files, nodes, go_modules=go_modules)
-        with conn.cursor().copy(
-            "COPY cf_edges (project, source, target, kind, weight) FROM STDIN"
-        ) as copy:
-            for source, target, kind, weight in edges:
-                copy.write_row((project, source, target, kind, weight))
 
-    def rebuild_vocabulary(self) -> None:
-        """Every term's document frequency in the project (what ``select_terms`` reads)."""
-        conn = self.conn
-        conn.execute("DELETE FROM cf_vocabulary WHERE project = %s", (self.project,))
-        inner = sql.SQL("SELECT tsv FROM cf_nodes WHERE project = {}").format(
-            sql.Literal(self.project)
+def delete_files(conn: Any, file_ids: Sequence[int]) -> list[str]:
+    """Remove files with their nodes and renderings; returns the removed node URIs."""
+    removed = [
+        str(row[0])
+        for row in conn.execute(
+            "DELETE FROM cf_nodes WHERE file_id = ANY(%s) RETURNING uri", (list(file_ids),)
         )
-        conn.execute(
-            "INSERT INTO cf_vocabulary (project, term, docs)"
-            " SELECT %s, word, ndoc FROM ts_stat(%s)",
-            (self.project, inner.as_string(conn)),
+    ]
+    conn.execute("DELETE FROM cf_files WHERE id = ANY(%s)", (list(file_ids),))
+    return removed
+
+
+def rebuild_edges(conn: Any, project: str) -> None:
+    """Resolve every file's facts into edges again (names resolve project-wide)."""
+    conn.execute("DELETE FROM cf_edges WHERE project = %s", (project,))
+    files = [
+        FileFacts(path, language, facts)
+        for path, language, facts in conn.execute(
+            "SELECT path, language, facts FROM cf_files WHERE project = %s", (project,)
         )
+    ]
+    nodes = list(
+        map(
+            NodeKey._make,
+            conn.execute(
+                "SELECT id, path, qualname, kind, name, parent_id FROM cf_nodes"
+                " WHERE project = %s ORDER BY id",
+                (project,),
+            ),
+        )
+    )
+    go_modules = {}
+    for path, content, cold in conn.execute(
+        "SELECT path, content, cold FROM cf_files WHERE project = %s"
+        " AND (path = 'go.mod' OR path LIKE '%%/go.mod')",
+        (project,),
+    ):
+        declared = go_module(stored_text(content if cold is None else cold))
+        if declared:
+            go_modules[declared] = path.rpartition("/")[0]
+    edges = build_edges(files, nodes, go_modules=go_modules)
+    with conn.cursor().copy(
+        "COPY cf_edges (project, source, target, kind, weight) FROM STDIN"
+    ) as copy:
+        for source, target, kind, weight in edges:
+            copy.write_row((project, source, target, kind, weight))
+
+
+def rebuild_vocabulary(conn: Any, project: str) -> None:
+    """Every term's document frequency in the project (what ``select_terms`` reads)."""
+    conn.execute("DELETE FROM cf_vocabulary WHERE project = %s", (project,))
+    inner = sql.SQL("SELECT tsv FROM cf_nodes WHERE project = {}").format(sql.Literal(project))
+    conn.execute(
+        "INSERT INTO cf_vocabulary (project, term, docs) SELECT %s, word, ndoc FROM ts_stat(%s)",
+        (project, inner.as_string(conn)),
+    )
 
 
 def _cacheable(reason: str) -> bool:
-    return reason == "binary" or reason.startswith("minified")
+    """Skip reasons worth remembering by size and mtime (as the SQLite store's)."""
+    return reason in ("binary", EVICTED) or reason.startswith("minified")
 
 
 def index_project(

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from contextfuse.backends import Node, Rendering
+from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.nodes import source_lines
 from contextfuse_postgres.connection import translated
 
@@ -92,7 +93,8 @@ class PostgresNodeStore:
         """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None."""
         sql = (
             "SELECT n.uri, n.path, n.kind, r.depth, r.content, r.token_count, r.line_start,"
-            " r.line_end, CASE WHEN r.content IS NULL THEN f.content END"
+            " r.line_end, CASE WHEN r.content IS NULL THEN f.content END,"
+            " CASE WHEN r.content IS NULL THEN f.cold END"
             " FROM cf_nodes n JOIN cf_renderings r ON r.node_id = n.id"
             " JOIN cf_files f ON f.id = n.file_id"
             " WHERE n.project = %s AND n.uri = ANY(%s)"
@@ -103,13 +105,13 @@ class PostgresNodeStore:
             params.append(sorted(set(depths)))
         out: dict[str, dict[int, Rendering]] = {}
         split: dict[str, list[str]] = {}
-        for uri, path, kind, depth, content, tokens, first, last, source in self._reader.read(
+        for uri, path, kind, depth, content, tokens, first, last, source, cold in self._reader.read(
             sql, params
         ):
-            if content is None:  # the node's lines of the file
+            if content is None:  # the node's lines of the file (compressed when it is cold)
                 lines = split.get(path)
                 if lines is None:
-                    lines = split[path] = source.split("\n")
+                    lines = split[path] = stored_text(source if cold is None else cold).split("\n")
                 content = source_lines(lines, kind, first, last)
             out.setdefault(uri, {})[depth] = Rendering(depth, content, tokens, first, last)
         return out

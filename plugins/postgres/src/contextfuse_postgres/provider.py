@@ -70,6 +70,7 @@ def open_postgres_backends(
     :raises KnowledgeBaseError: the database cannot be reached or holds no index of the
         project (the message names the database without credentials).
     """
+    tokenizer = tokenizer or default_tokenizer()
     pool = _migrated_pool(url, pool_size)
     try:
         meta = project_meta(pool, url, project)
@@ -92,8 +93,8 @@ def open_postgres_backends(
         vector=PostgresVectorBackend(reader) if has_vectors else None,
         graph=PostgresGraphBackend(reader),
         temporal=PostgresTemporalBackend(reader) if meta.get("git") == "1" else None,
-        plans=PostgresPlanStore(reader),
-        tokenizer=tokenizer or default_tokenizer(),
+        plans=PostgresPlanStore(reader, tokenizer),
+        tokenizer=tokenizer,
     )
 
 

@@ -148,6 +148,55 @@ MIGRATIONS: tuple[str, ...] = (
         policy jsonb NOT NULL
     );
     """,
+    # 3: plans and decisions as the SQLite store keeps them (contextfuse.kb.plans), with
+    # full-text search. cf_plans held a plan's goal and decision ids only (no records the
+    # plan-decision-context strategy can show), so it goes.
+    """
+    DROP TABLE cf_plans;
+    CREATE TABLE cf_plan_plans (
+        project text NOT NULL,
+        id text NOT NULL,
+        title text NOT NULL,
+        body text NOT NULL,
+        parent_id text,
+        status text NOT NULL,
+        created_at text NOT NULL,
+        updated_at text NOT NULL,
+        tsv tsvector NOT NULL,
+        PRIMARY KEY (project, id)
+    );
+    CREATE INDEX cf_plan_plans_tsv ON cf_plan_plans USING gin (tsv);
+    -- source: the ADR file a decision was imported from ('' for decisions written here).
+    CREATE TABLE cf_plan_decisions (
+        project text NOT NULL,
+        id text NOT NULL,
+        plan_id text,
+        title text NOT NULL,
+        body text NOT NULL,
+        status text NOT NULL,
+        source text NOT NULL DEFAULT '',
+        source_sha256 text NOT NULL DEFAULT '',
+        created_at text NOT NULL,
+        updated_at text NOT NULL,
+        tsv tsvector NOT NULL,
+        PRIMARY KEY (project, id)
+    );
+    CREATE INDEX cf_plan_decisions_plan ON cf_plan_decisions (project, plan_id);
+    CREATE INDEX cf_plan_decisions_tsv ON cf_plan_decisions USING gin (tsv);
+    -- newer supersedes older; origin: the decision whose record stated it.
+    CREATE TABLE cf_plan_links (
+        project text NOT NULL,
+        newer text NOT NULL,
+        older text NOT NULL,
+        origin text NOT NULL,
+        PRIMARY KEY (project, newer, older, origin)
+    );
+    CREATE INDEX cf_plan_links_older ON cf_plan_links (project, older);
+    """,
+    # 4: a cold file's text, compressed (contextfuse.kb.compressed); its content is then ''.
+    """
+    ALTER TABLE cf_files ADD COLUMN cold bytea;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
