@@ -1,6 +1,7 @@
 """The arce strategy: every retrieval signal fused by rank, then expanded through the graph.
 
-Text (BM25), vector (embeddings) and exact mentions each rank the knowledge base's nodes;
+Text (BM25 over every node, over whole files and over implementation code alone), vector
+(embeddings) and exact mentions each rank the knowledge base's nodes;
 reciprocal rank fusion combines the ranks while they still exist, so agreement between
 signals counts and no signal's score scale dominates. The best fused nodes seed a
 personalized PageRank over the code graph (calls, references, inheritance, imports,
