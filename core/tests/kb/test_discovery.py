@@ -117,6 +117,27 @@ def test_a_folder_without_git_indexes_and_says_there_is_no_history(
     assert "debug.log" not in paths(backends)
 
 
+def test_without_git_a_negated_gitignore_pattern_keeps_its_file(
+    new_repo: Callable[..., Any],
+    write: Callable[..., Any],
+    build: Callable[..., Any],
+    opened: Callable[..., Any],
+) -> None:
+    root = new_repo("plain", with_git=False)
+    write(
+        root,
+        {
+            "gen/.gitignore": "*.py\n!keep.py\n",
+            "gen/drop.py": "def drop():\n    return 1\n",
+            "gen/keep.py": "def keep():\n    return 2\n",
+        },
+    )
+    build(root)
+    indexed = paths(opened(root))
+    assert "gen/keep.py" in indexed
+    assert "gen/drop.py" not in indexed
+
+
 def test_a_symlink_inside_the_repository_is_indexed(
     repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
 ) -> None:

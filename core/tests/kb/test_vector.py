@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 import string
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ import pytest
 from contextfuse import hookspecs
 from contextfuse.hookspecs import hookimpl
 from contextfuse.kb import IndexSession
+from contextfuse.kb.indexer import DEFAULT_INDEX_DIR
+from contextfuse.kb.store import DB_NAME
 
 U = "project://shop-repo/"
 
@@ -157,3 +161,58 @@ def test_contributors_come_from_the_plugin_manager(repo: Path, build: Callable[.
     pm.register(Plugin())
     build(repo, pm=pm, contributors=None)
     assert len(embedder.sessions) == 1
+
+
+class CountingEmbedder(LetterEmbedder):
+    """Embeds only when the session's one-query check says vectors are missing."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+        self.missing_counts: list[int] = []
+
+    def contribute(self, session: IndexSession) -> dict[str, int]:
+        self.missing_counts.append(session.count_without_vectors(self.name))
+        if self.fail:
+            raise RuntimeError("interrupted")
+        if not self.missing_counts[-1]:
+            return {"embedded": 0}
+        return super().contribute(session)
+
+
+def test_a_refresh_after_a_failed_embedding_still_finds_the_missing_vectors(
+    repo: Path, build: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[CountingEmbedder(fail=True)])
+    embedder = CountingEmbedder()
+    stats = build(repo, contributors=[embedder])
+    assert embedder.missing_counts[0] == stats.nodes
+    assert stats.contributors["letters"] == f"ok (embedded {stats.nodes})"
+
+
+def test_a_change_after_a_complete_embedding_is_embedded_at_the_next_refresh(
+    repo: Path, build: Callable[..., Any], write: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[CountingEmbedder()])
+    build(repo, contributors=[CountingEmbedder()])  # nothing changed: the check is remembered
+    write(repo, {"shop/util.py": "def shout(text):\n    return text.upper()\n"})
+    embedder = CountingEmbedder()
+    stats = build(repo, contributors=[embedder])
+    assert embedder.missing_counts == [2]
+    assert stats.contributors["letters"] == "ok (embedded 2)"
+
+
+def _marks(repo: Path) -> list[str]:
+    with closing(sqlite3.connect(repo / DEFAULT_INDEX_DIR / DB_NAME)) as conn:
+        rows = conn.execute("SELECT key FROM meta WHERE key LIKE 'vectors-complete:%'")
+        return [key for (key,) in rows]
+
+
+def test_a_complete_embedding_is_remembered_until_the_next_change(
+    repo: Path, build: Callable[..., Any], write: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[CountingEmbedder()])
+    assert _marks(repo) == ["vectors-complete:letters:"]
+    write(repo, {"shop/util.py": "def shout(text):\n    return text.upper()\n"})
+    build(repo, contributors=[CountingEmbedder(fail=True)])
+    assert _marks(repo) == []

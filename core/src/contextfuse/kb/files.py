@@ -10,6 +10,7 @@ secrets in the text redacted.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 from collections.abc import Iterator
@@ -126,14 +127,14 @@ def _walk_files(root: str, pruned: tuple[str, ...]) -> Iterator[str]:
 
     ``pruned`` are relative folders (ending in ``/``) not to descend into.
     """
-    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    specs: list[tuple[str, _Ignore]] = []
     prefix = len(root) + 1
     for dirpath, dirnames, filenames in os.walk(root):
         rel = dirpath[prefix:] + "/" if len(dirpath) > len(root) else ""
         specs = [(base, spec) for base, spec in specs if rel.startswith(base)]
         if ".gitignore" in filenames:
             with open(os.path.join(dirpath, ".gitignore"), encoding="utf-8", errors="replace") as f:
-                specs.append((rel, pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())))
+                specs.append((rel, _Ignore(f.read().splitlines())))
         dirnames[:] = sorted(
             d
             for d in dirnames
@@ -146,9 +147,46 @@ def _walk_files(root: str, pruned: tuple[str, ...]) -> Iterator[str]:
                 yield rel + name
 
 
-def _ignored(specs: list[tuple[str, pathspec.GitIgnoreSpec]], path: str) -> bool:
+class _Ignore:
+    """One ``.gitignore``: whether it ignores a path relative to its folder.
+
+    A path can be ignored only when one of the non-negated patterns matches it, so those are
+    tried first as one regular expression, and the patterns one by one (negations included)
+    only for a path that one matches. A refresh of a tree without git matches every file
+    against its ``.gitignore`` files; pattern by pattern, that was most of its time.
+    """
+
+    def __init__(self, lines: list[str]) -> None:
+        self._spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        active = [p for p in self._spec.patterns if p.include is not None]
+        self._negated = any(not p.include for p in active)
+        self._any: re.Pattern[str] | None = None
+        sources = [getattr(p, "regex", None) for p in active if p.include]
+        if all(isinstance(r, re.Pattern) for r in sources):
+            # The directory group's name would repeat in the alternation; only match counts.
+            joined = "|".join(
+                f"(?:{r.pattern.replace('(?P<ps_d>', '(?:')})"
+                for r in sources
+                if isinstance(r, re.Pattern)
+            )
+            try:
+                self._any = re.compile(joined or "(?!)")
+            except re.error:  # an unexpected pattern shape: match pattern by pattern
+                self._any = None
+
+    def match(self, path: str) -> bool:
+        """Whether the file's patterns ignore ``path`` (directories end with ``/``)."""
+        if self._any is not None:
+            if self._any.match(path) is None:
+                return False
+            if not self._negated:
+                return True
+        return bool(self._spec.match_file(path))
+
+
+def _ignored(specs: list[tuple[str, _Ignore]], path: str) -> bool:
     """Whether a ``.gitignore`` ignores ``path`` (relative to the root; dirs end with ``/``)."""
-    return any(spec.match_file(path[len(base) :]) for base, spec in specs)
+    return any(spec.match(path[len(base) :]) for base, spec in specs)
 
 
 def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
