@@ -42,9 +42,6 @@ __all__ = ["ACMSPipeline", "PipelineConfig"]
 
 log = logging.getLogger(__name__)
 
-#: Below this many unspent tokens, refilling is not worth another strategy call.
-_MIN_REFILL = 64
-
 
 class PipelineConfig(BaseModel):
     """Settings of a pipeline; each section is handed to its phase's components."""
@@ -234,14 +231,15 @@ class ACMSPipeline:
 
         scored = list(fusion.scored)
         if len(coordination.strategies_used) > 1:
-            scored += self._refill(
+            scored = self._keep_best(
                 scored,
                 chosen,
                 coordination.strategies_used,
                 request,
                 backends,
                 plan,
-                budget.available_tokens - reserve,
+                budget.available_tokens,
+                reserve,
             )
 
         # Phase 3: finalization.
@@ -305,7 +303,7 @@ class ACMSPipeline:
         )
         return result
 
-    def _refill(
+    def _keep_best(
         self,
         scored: list[ScoredFragment],
         chosen: Sequence[ContextStrategy],
@@ -314,23 +312,30 @@ class ACMSPipeline:
         backends: BackendSet,
         plan: PlanContext,
         available: int,
+        reserve: int,
     ) -> list[ScoredFragment]:
-        """Fragments of the best strategy that ran, for the budget the fused payload left."""
-        from contextfuse.components.refill import refill
+        """The fused fragments rebuilt on the best strategy's own payload (see ``refill``).
 
-        room = available - sum(s.fragment.token_count for s in scored)
-        if room < _MIN_REFILL or available < 1:
-            return []
+        The best strategy gets the budget it would get alone (the preamble's reserve comes
+        off while packing, as it does for one strategy), less the complementary fragments.
+        """
+        from contextfuse.components.refill import complementary, keep_best
+
         ran = [s for s in chosen if s.name in used_names]
         best = max(ran, key=lambda s: (s.capabilities.quality_score, s.name))
+        others = {t for s in ran if s is not best for t in s.capabilities.resource_types}
+        kept = complementary(scored, others - set(best.capabilities.resource_types))
+        room = available - sum(s.token_count for s in kept)
+        if room < 1 or available - reserve < 1:
+            return scored
         try:
             alone = best.assemble(
-                request, backends, ContextBudget(max_tokens=available, reserved_tokens=0), plan
+                request, backends, ContextBudget(max_tokens=room, reserved_tokens=0), plan
             )
         except Exception:
-            log.warning("refill: strategy %s failed; nothing added", best.name, exc_info=True)
-            return []
-        return refill(scored, alone, room, best.name)
+            log.warning("fusion: strategy %s failed alone; fused as is", best.name, exc_info=True)
+            return scored
+        return keep_best(scored, alone, kept, available - reserve, best.name)
 
     def _preamble_reserve(self, budget: ContextBudget) -> int:
         share = int(budget.available_tokens * self.config.preamble_share)
