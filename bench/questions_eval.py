@@ -289,7 +289,7 @@ def ask(
     row: dict[str, Any] = {"repo": question.repo, "question": question.text, "results": {}}
     project = assembler.backends.nodes.project
     for selection in selections:
-        strategies = None if selection == DEFAULT else [selection]
+        strategies = None if selection == DEFAULT else selection.split("+")
         for budget in budgets:
             started = time.perf_counter()
             try:
@@ -385,7 +385,7 @@ def main() -> None:
     parser.add_argument(
         "--strategy",
         action="append",
-        help=f"a strategy to run alone, or {DEFAULT!r} (repeatable; "
+        help=f"a strategy to run alone, several joined by +, or {DEFAULT!r} (repeatable; "
         "default: default and every available strategy)",
     )
     parser.add_argument("--repos", help="comma-separated cache folder names to keep")
