@@ -27,6 +27,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 STRATEGIES = ("arce", "breadth-depth-navigator", "semantic-embedding", "simple-keyword")
+#: Several strategies fused, to show that fusion never loses to the best of them alone.
+FUSED = ("arce+breadth-depth-navigator+semantic-embedding+simple-keyword",)
 BUDGETS = (8000, 13000, 27000, 50000)
 
 
@@ -77,7 +79,7 @@ def main() -> None:
     tasks = args.shared / "swebench-lite-dev.jsonl"
     swe_json = args.results / "swebench-dev.json"
     questions_json = args.results / "questions.json"
-    selections = ["default", *STRATEGIES]
+    selections = ["default", *STRATEGIES, *FUSED]
     if not args.skip_runs:
         tsv = args.results / "corpora-dev.tsv"
         with tsv.open("w") as out:
@@ -124,8 +126,9 @@ def main() -> None:
         "## SWE-bench Lite DEV (63 real issues, 8 Python repositories)",
         "",
         "`all`: share of tasks whose edited file is in the payload (depth >= 2); `lines`: share",
-        "of the fix's lines shown at full source. Default selection and each strategy alone,",
-        "in one process (`bench/swebench_quick.py`, scored with the shared evaluator's code):",
+        "of the fix's lines shown at full source. Default selection, each strategy alone and",
+        "all four fused (`a+b`), in one process (`bench/swebench_quick.py`, scored with the",
+        "shared evaluator's code):",
         "",
         *_swebench_table(swe, selections),
         "",
