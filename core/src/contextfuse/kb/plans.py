@@ -42,6 +42,9 @@ __all__ = [
     "PLAN_SCHEMA_VERSION",
     "PLAN_STATUSES",
     "SQLitePlanStore",
+    "checked_closing_status",
+    "checked_decision",
+    "checked_title",
     "decision_tier",
     "dump",
     "ensure_plan_schema",
@@ -155,6 +158,31 @@ def _first_paragraph(body: str) -> str:
     if len(paragraph) > _SUMMARY_CHARS:
         paragraph = paragraph[:_SUMMARY_CHARS].rsplit(" ", 1)[0] + " ..."
     return paragraph
+
+
+def checked_title(title: str, what: str = "plan") -> str:
+    """The title without its outer spaces; every store refuses an empty one the same way."""
+    title = title.strip()
+    if not title:
+        raise KnowledgeBaseError(f"a {what} needs a title")
+    return title
+
+
+def checked_closing_status(status: str) -> str:
+    """``status`` when a plan may close with it (done or abandoned)."""
+    if status not in ("done", "abandoned"):
+        raise KnowledgeBaseError(f"a plan closes as 'done' or 'abandoned', not {status!r}")
+    return status
+
+
+def checked_decision(title: str, status: str) -> str:
+    """A decision's title, checked with its status (one of ``DECISION_STATUSES``)."""
+    title = checked_title(title, "decision")
+    if status not in DECISION_STATUSES:
+        raise KnowledgeBaseError(
+            f"unknown decision status {status!r}; one of {', '.join(DECISION_STATUSES)}"
+        )
+    return title
 
 
 class SQLitePlanStore:
@@ -435,9 +463,7 @@ class SQLitePlanStore:
 
         :raises KnowledgeBaseError: the parent plan does not exist, or the title is empty.
         """
-        title = title.strip()
-        if not title:
-            raise KnowledgeBaseError("a plan needs a title")
+        title = checked_title(title)
         parent_id = self._id(parent) if parent else None
         now = _iso(utc_now())
         plan_id = new_ulid()
@@ -468,8 +494,7 @@ class SQLitePlanStore:
 
         :raises KnowledgeBaseError: no such plan, or ``status`` is not done/abandoned.
         """
-        if status not in ("done", "abandoned"):
-            raise KnowledgeBaseError(f"a plan closes as 'done' or 'abandoned', not {status!r}")
+        checked_closing_status(status)
         target = self._id(plan_id)
         conn = self._write()
 
@@ -500,13 +525,7 @@ class SQLitePlanStore:
         :raises KnowledgeBaseError: no such plan or superseded decision, a bad status, or
             an empty title.
         """
-        title = title.strip()
-        if not title:
-            raise KnowledgeBaseError("a decision needs a title")
-        if status not in DECISION_STATUSES:
-            raise KnowledgeBaseError(
-                f"unknown decision status {status!r}; one of {', '.join(DECISION_STATUSES)}"
-            )
+        title = checked_decision(title, status)
         plan = self._id(plan_id)
         older = [self._id(s) for s in supersedes]
         decision_id = new_ulid()

@@ -17,7 +17,13 @@ from typing import Any
 
 from contextfuse.backends import Rendering, SearchHit
 from contextfuse.errors import KnowledgeBaseError
-from contextfuse.kb.plans import DECISION_STATUSES, PLAN_DEPTHS, render
+from contextfuse.kb.plans import (
+    PLAN_DEPTHS,
+    checked_closing_status,
+    checked_decision,
+    checked_title,
+    render,
+)
 from contextfuse.kb.terms import STOPWORDS, parts_text, weighted_query_terms
 from contextfuse.models import Decision, Plan, PlanContext, new_ulid, utc_now
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
@@ -302,9 +308,7 @@ class PostgresPlanStore:
 
         :raises KnowledgeBaseError: the parent plan does not exist, or the title is empty.
         """
-        title = title.strip()
-        if not title:
-            raise KnowledgeBaseError("a plan needs a title")
+        title = checked_title(title)
         parent_id = _record_id(parent) if parent else None
         now = _iso(utc_now())
         plan_id = new_ulid()
@@ -327,8 +331,7 @@ class PostgresPlanStore:
 
         :raises KnowledgeBaseError: no such plan, or ``status`` is not done/abandoned.
         """
-        if status not in ("done", "abandoned"):
-            raise KnowledgeBaseError(f"a plan closes as 'done' or 'abandoned', not {status!r}")
+        checked_closing_status(status)
         target = _record_id(plan_id)
         with self._connection() as conn:
             updated = conn.execute(
@@ -356,13 +359,7 @@ class PostgresPlanStore:
         :raises KnowledgeBaseError: no such plan or superseded decision, a bad status, or
             an empty title.
         """
-        title = title.strip()
-        if not title:
-            raise KnowledgeBaseError("a decision needs a title")
-        if status not in DECISION_STATUSES:
-            raise KnowledgeBaseError(
-                f"unknown decision status {status!r}; one of {', '.join(DECISION_STATUSES)}"
-            )
+        title = checked_decision(title, status)
         plan = _record_id(plan_id)
         older = [_record_id(s) for s in supersedes]
         decision_id = new_ulid()
