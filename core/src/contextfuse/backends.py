@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_KINDS",
+    "SYMBOL_KINDS",
     "BackendSet",
     "Commit",
     "Edge",
@@ -42,6 +43,26 @@ __all__ = [
 ]
 
 BACKEND_KINDS = ("nodes", "text", "vector", "graph", "temporal", "plans", "fragments")
+
+#: Node kinds that are symbols of code, in every language the index parses (a Python class,
+#: a Go struct, a Rust trait or impl block, a Java record...): what an agent reads or edits.
+SYMBOL_KINDS = frozenset(
+    {
+        "annotation",
+        "class",
+        "enum",
+        "function",
+        "impl",
+        "interface",
+        "method",
+        "module",
+        "record",
+        "struct",
+        "trait",
+        "type",
+        "union",
+    }
+)
 
 
 # ---- records (attrs: created in bulk on the hot path) -----------------------------------------

@@ -157,3 +157,16 @@ def test_without_a_code_weight_there_is_no_code_list(backends):
     strategy = ArceStrategy(ArceWeights(code=0.0))
     _, lists = strategy.signals(ContextRequest(query="redirects client"), backends)
     assert "code" not in lists
+
+
+def test_the_code_list_holds_symbols_of_every_language_not_only_functions(tmp_path):
+    (tmp_path / "retry.go").write_text(
+        "package retry\n\n"
+        "// Backoff says how long to wait between attempts.\n"
+        "type Backoff struct {\n\tBase int\n\tJitter int\n}\n",
+        encoding="utf-8",
+    )
+    index(tmp_path, pm=make_plugin_manager(autoload=False))
+    with open_backends(tmp_path) as go:
+        _, lists = ArceStrategy().signals(ContextRequest(query="backoff jitter"), go)
+    assert any(uri.endswith("#Backoff") for uri in lists["code"])

@@ -24,6 +24,7 @@ from contextfuse import (
     ContextRequest,
     StrategyCapabilities,
 )
+from contextfuse.backends import SYMBOL_KINDS
 from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
 from contextfuse.signals import (
     is_test_path,
@@ -42,9 +43,10 @@ class ArceWeights:
 
     :param text: BM25 over code-aware terms, every node.
     :param files: BM25 over whole files (a file that matches as a whole, not by one part).
-    :param code: BM25 over implementation code alone (functions, methods and classes outside
-        tests): in a repository with much prose and many tests, the code that does the work
-        would otherwise rank below them and never enter the fusion.
+    :param code: BM25 over implementation code alone (functions, methods, classes and the
+        other symbols of code, outside tests): in a repository with much prose and many
+        tests, the code that does the work would otherwise rank below them and never enter
+        the fusion.
     :param vector: cosine similarity of embeddings.
     :param mentions: files and symbols the request names exactly.
     :param focus: the request's focus nodes.
@@ -66,7 +68,8 @@ class ArceWeights:
     hits: int = 300
 
 
-_SYMBOL_KINDS = ("function", "method", "class")
+# Every kind of code symbol but containers of other symbols (a Rust ``mod`` block).
+_SYMBOL_KINDS = tuple(sorted(SYMBOL_KINDS - {"module"}))
 
 
 def _path_of(uri: str) -> str:
