@@ -126,7 +126,8 @@ class SQLiteVectorBackend:
                 uris = [row[0] for row in rows]
                 if rows:
                     matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype="<f4")
-                    matrix = matrix.reshape(len(rows), -1).astype(np.float32)
+                    # A read-only view of the fetched bytes: no copy on little-endian machines.
+                    matrix = matrix.reshape(len(rows), -1).astype(np.float32, copy=False)
                 else:
                     matrix = np.zeros((0, 0), dtype=np.float32)
                 cached = self._cache[model] = (uris, matrix)
