@@ -314,12 +314,12 @@ class ACMSPipeline:
         available: int,
         reserve: int,
     ) -> list[ScoredFragment]:
-        """The fused fragments rebuilt on the best strategy's own payload (see ``refill``).
+        """The fused fragments rebuilt on the best strategy's own payload (``best_alone``).
 
         The best strategy gets the budget it would get alone (the preamble's reserve comes
         off while packing, as it does for one strategy), less the complementary fragments.
         """
-        from contextfuse.components.refill import complementary, keep_best
+        from contextfuse.components.best_alone import complementary, keep_best
 
         ran = [s for s in chosen if s.name in used_names]
         best = max(ran, key=lambda s: (s.capabilities.quality_score, s.name))

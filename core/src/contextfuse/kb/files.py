@@ -162,13 +162,10 @@ class _Ignore:
         self._negated = any(not p.include for p in active)
         self._any: re.Pattern[str] | None = None
         sources = [getattr(p, "regex", None) for p in active if p.include]
-        if all(isinstance(r, re.Pattern) for r in sources):
+        regexes = [r for r in sources if isinstance(r, re.Pattern)]
+        if len(regexes) == len(sources):
             # The directory group's name would repeat in the alternation; only match counts.
-            joined = "|".join(
-                f"(?:{r.pattern.replace('(?P<ps_d>', '(?:')})"
-                for r in sources
-                if isinstance(r, re.Pattern)
-            )
+            joined = "|".join(f"(?:{r.pattern.replace('(?P<ps_d>', '(?:')})" for r in regexes)
             try:
                 self._any = re.compile(joined or "(?!)")
             except re.error:  # an unexpected pattern shape: match pattern by pattern

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from contextfuse import ACMSPipeline, ContextBudget, ContextFragment, StrategyCapabilities
+from contextfuse.components.best_alone import keep_best
 from contextfuse.components.protocols import ScoredFragment
-from contextfuse.components.refill import keep_best
 from contextfuse.models import FragmentProvenance
 from contextfuse.plugins import make_plugin_manager
 
