@@ -6,11 +6,12 @@ import ast
 import re
 import warnings
 
-from contextfuse.kb.parsed import Import, ParsedFile, Segment, Symbol
+from contextfuse.kb.parse_pieces import PIECE_LINES, Statement, add_blocks, first_line_segments
+from contextfuse.kb.parsed import Import, ParsedFile, Qualnames, Segment, Symbol, preorder
 
 __all__ = ["PARSER_ID", "parse_python"]
 
-PARSER_ID = "python-ast/1"
+PARSER_ID = "python-ast/2"
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
 # Imports inside functions (Django defers many to avoid import cycles); ast gives the
@@ -19,6 +20,11 @@ _NESTED_IMPORT = re.compile(
     r"^[ \t]+(?:from[ \t]+(\.*[\w.]*)[ \t]+import\b|import[ \t]+([\w.]+))", re.MULTILINE
 )
 _MAX_ATTRIBUTE_LINES = 3  # class attributes longer than this are left out of depth 4
+#: A value spanning this many lines is a symbol wherever it is bound (a table, a config
+#: dict); shorter module-level ones only when built by a call, a lambda or a comprehension.
+_BIG_VALUE_LINES = 5
+_BUILT = (ast.Call, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
 
 
 def parse_python(text: str, lines: list[str]) -> ParsedFile | None:
@@ -39,7 +45,11 @@ def parse_python(text: str, lines: list[str]) -> ParsedFile | None:
     if doc is not None:
         parsed.head.append(_block(lines, doc.lineno, _end(doc)))
         parsed.summary = _first_line(doc)
-    _Visitor(parsed, lines).body(body, parent="", in_class=False, owner=parsed.head)
+    visitor = _Visitor(parsed, lines)
+    statements = visitor.body(body, parent="", in_class=False, owner=parsed.head)
+    if len(lines) > PIECE_LINES:
+        add_blocks(parsed, lines, statements, "", visitor.names)
+    parsed.symbols = preorder(parsed.symbols)
     top_imports = {imp.module for imp in parsed.imports}
     for match in _NESTED_IMPORT.finditer(text):
         module = match.group(1) if match.group(1) is not None else match.group(2)
@@ -53,32 +63,93 @@ class _Visitor:
     def __init__(self, parsed: ParsedFile, lines: list[str]) -> None:
         self.parsed = parsed
         self.lines = lines
-        self.seen: set[str] = set()
+        self.names = Qualnames()
 
     def body(
         self, stmts: list[ast.stmt], parent: str, in_class: bool, owner: list[Segment]
-    ) -> None:
-        """Visit a module or class body; ``owner`` receives the kept attribute lines."""
+    ) -> list[Statement]:
+        """Visit a module or class body; ``owner`` receives the kept attribute lines.
+
+        Returns the body's statements, marked claimed when a symbol or an import holds them,
+        for the blocks of a long container.
+        """
+        statements: list[Statement] = []
         for stmt in stmts:
+            before = len(self.parsed.symbols)
             if isinstance(stmt, _Def):
                 self.function(stmt, parent, in_class)
             elif isinstance(stmt, ast.ClassDef):
                 self.klass(stmt, parent)
             elif isinstance(stmt, ast.Import | ast.ImportFrom):
                 self.imports(stmt, top=not parent)
+                statements.append(_claimed(stmt))
+                continue
             elif isinstance(stmt, ast.If | ast.Try | ast.With):
                 # Conditional definitions (``if TYPE_CHECKING:``, ``try: import x``).
                 for block in _sub_bodies(stmt):
                     self.body(block, parent, in_class, owner)
-            elif isinstance(stmt, ast.Assign | ast.AnnAssign) and _keep_assignment(stmt, in_class):
+            elif (
+                isinstance(stmt, ast.Assign | ast.AnnAssign)
+                and not self.binding(stmt, parent, in_class)
+                and _keep_assignment(stmt, in_class)
+            ):
                 owner.append(_block(self.lines, stmt.lineno, _end(stmt)))
+            if len(self.parsed.symbols) > before:
+                statements.append(_claimed(stmt))
+            else:
+                statements.append(_statement(stmt))
+        return statements
 
-    def _qualname(self, parent: str, name: str, line: int) -> str:
-        qualname = f"{parent}.{name}" if parent else name
-        if qualname in self.seen:  # redefined in another branch: keep URIs unique
-            qualname = f"{qualname}@L{line}"
-        self.seen.add(qualname)
-        return qualname
+    def _qualname(self, parent: str, name: str) -> str:
+        return self.names.unique(f"{parent}.{name}" if parent else name)
+
+    def binding(self, stmt: ast.Assign | ast.AnnAssign, parent: str, in_class: bool) -> bool:
+        """``name = value`` as a symbol when it defines something: True when it did.
+
+        A lambda is a function (a method in a class). Any other value is a variable when it
+        spans ``_BIG_VALUE_LINES`` lines, or, at module level, when it is built by a call, a
+        lambda or a comprehension (``app = Flask(__name__)``). Dunder names (``__all__``)
+        and one-token constants stay in their container's text.
+        """
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        value = stmt.value
+        if value is None or not isinstance(targets[0], ast.Name):
+            return False
+        name = targets[0].id
+        if name.startswith("__") and name.endswith("__"):
+            return False
+        first, last = stmt.lineno, _end(stmt)
+        if isinstance(value, ast.Lambda):
+            kind = "method" if in_class else "function"
+            segments = [_block(self.lines, first, last)]
+            label = f"{name} = lambda {_arguments(value.args)}".rstrip()
+        else:
+            big = last - first + 1 >= _BIG_VALUE_LINES
+            if not big and (in_class or not _built(value)):
+                return False
+            kind = "variable"
+            segments = (
+                [_block(self.lines, first, last)]
+                if last - first + 1 <= _MAX_ATTRIBUTE_LINES
+                else first_line_segments(self.lines, first, last)
+            )
+            label = " ".join(self.lines[first - 1].split())[:160]
+        qualname = self._qualname(parent, name)
+        self.parsed.symbols.append(
+            Symbol(
+                kind=kind,
+                name=name,
+                qualname=qualname,
+                parent=parent,
+                line_start=first,
+                line_end=last,
+                label=label,
+                segments=segments,
+            )
+        )
+        if last - first + 1 > PIECE_LINES:  # a table of hundreds of entries: blocks of them
+            add_blocks(self.parsed, self.lines, _parts(value), qualname, self.names)
+        return True
 
     def imports(self, stmt: ast.Import | ast.ImportFrom, top: bool) -> None:
         if top:
@@ -99,7 +170,7 @@ class _Visitor:
     def function(self, node: _Def, parent: str, in_class: bool) -> None:
         start = _start(node)
         end = _end(node)
-        qualname = self._qualname(parent, node.name, node.lineno)
+        qualname = self._qualname(parent, node.name)
         prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
         doc = _docstring(node.body)
         if start == end:  # ``def f(): return 1`` is its own signature
@@ -125,7 +196,7 @@ class _Visitor:
         )
 
     def klass(self, node: ast.ClassDef, parent: str) -> None:
-        qualname = self._qualname(parent, node.name, node.lineno)
+        qualname = self._qualname(parent, node.name)
         doc = _docstring(node.body)
         segments = self._header(node, _start(node))
         if doc is not None and doc.lineno > node.lineno:
@@ -145,10 +216,12 @@ class _Visitor:
         )
         self.parsed.symbols.append(symbol)
         count = len(self.parsed.symbols)
-        self.body(node.body, qualname, in_class=True, owner=symbol.segments)
+        statements = self.body(node.body, qualname, in_class=True, owner=symbol.segments)
         kept = len(symbol.segments) - len(segments) + (len(self.parsed.symbols) - count)
         if kept == 0 and len(node.body) > (1 if doc is not None else 0):
             symbol.segments.append((_end(node), self._indent(node) + "..."))
+        if _end(node) - _start(node) + 1 > PIECE_LINES:
+            add_blocks(self.parsed, self.lines, statements, qualname, self.names)
 
     def _header(self, node: _Def | ast.ClassDef, start: int) -> list[Segment]:
         """Decorators and the signature, verbatim, up to the body."""
@@ -172,6 +245,51 @@ class _Visitor:
             return line[: len(line) - len(line.lstrip())]
         line = self.lines[node.lineno - 1]
         return line[: len(line) - len(line.lstrip())] + "    "
+
+
+def _claimed(stmt: ast.stmt) -> Statement:
+    return Statement(_start(stmt), _end(stmt), claimed=True)
+
+
+def _statement(node: ast.stmt | ast.expr, first: int | None = None) -> Statement:
+    """A statement (or an entry of a literal) a block may hold, with its parts to open it."""
+    return Statement(
+        first if first is not None else node.lineno,
+        _end(node),
+        parts=lambda: _parts(node),
+    )
+
+
+def _parts(node: ast.stmt | ast.expr) -> list[Statement]:
+    """What a long statement is made of: a compound statement's bodies, a literal's entries,
+    a call's arguments (found through an assignment, an expression statement or a return).
+    """
+    if isinstance(node, _COMPOUND):
+        return [_statement(s) for body in _compound_bodies(node) for s in body]
+    value = getattr(node, "value", None) if isinstance(node, ast.stmt) else node
+    if isinstance(value, ast.Dict):
+        return [
+            _statement(v, k.lineno if k is not None else None)
+            for k, v in zip(value.keys, value.values, strict=True)
+        ]
+    if isinstance(value, ast.List | ast.Tuple | ast.Set):
+        return [_statement(e) for e in value.elts]
+    if isinstance(value, ast.Call):
+        return [_statement(a) for a in value.args] + [
+            _statement(k.value, k.lineno) for k in value.keywords
+        ]
+    return []
+
+
+def _built(value: ast.expr) -> bool:
+    return any(isinstance(node, _BUILT) for node in ast.walk(value))
+
+
+def _compound_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists of a compound statement, ``else`` and handlers included."""
+    if isinstance(stmt, ast.If | ast.Try | ast.With):
+        return _sub_bodies(stmt)
+    return [getattr(stmt, "body", []), getattr(stmt, "orelse", [])]
 
 
 def _sub_bodies(stmt: ast.If | ast.Try | ast.With) -> list[list[ast.stmt]]:
@@ -213,11 +331,12 @@ def _first_line(doc: ast.Expr) -> str:
     return ""
 
 
-def _start(node: _Def | ast.ClassDef) -> int:
-    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+def _start(node: ast.stmt) -> int:
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
 
 
-def _end(node: ast.stmt) -> int:
+def _end(node: ast.stmt | ast.expr) -> int:
     return node.end_lineno or node.lineno
 
 

@@ -78,7 +78,10 @@ def render_file(project: str, path: str, lines: list[str], parsed: ParsedFile) -
         if cached is None:
             cached = list(own)
             for child in children.get(qualname, ()):
-                cached.extend(segments(child.qualname, child.segments))
+                # A block is code, not a declaration: its container's signatures leave it
+                # out (the container's outline still lists it).
+                if child.kind != "block":
+                    cached.extend(segments(child.qualname, child.segments))
             segments_cache[qualname] = cached
         return cached
 
