@@ -28,6 +28,7 @@ GROUP_LINES = 60
 #: A run of statements shorter than this stays in its container (a stray one-liner between
 #: two functions would be a node of a few tokens).
 _MIN_LINES = 3
+_COMMENT_MARKS = ("#", "//", "/*", "*", "--")
 _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|\d\w*")
 #: Leading words that say how a statement binds, not what it is.
 _SKIPPED_WORDS = frozenset(
@@ -143,7 +144,7 @@ class _Blocks:
 
     def block(self, first: int, last: int, parent: str, code: int | None = None) -> str:
         """A block of lines ``first..last`` whose code (after any comment) starts at ``code``."""
-        code = first if code is None else code
+        code = _code_line(self.lines, first if code is None else code, last)
         label = " ".join(self.lines[code - 1].split())[:160]
         name = _block_name(self.lines, code, last)
         qualname = self.names.unique(f"{parent}.{name}" if parent else name)
@@ -175,6 +176,15 @@ def _trailing_comments(group: list[Statement]) -> list[Statement]:
 
 def _without_trailing_comments(group: list[Statement]) -> list[Statement]:
     return group[: len(group) - len(_trailing_comments(group))]
+
+
+def _code_line(lines: list[str], first: int, last: int) -> int:
+    """The first line from ``first`` that is neither blank nor a comment (``first`` if none)."""
+    for number in range(first, last + 1):
+        stripped = lines[number - 1].lstrip()
+        if stripped and not stripped.startswith(_COMMENT_MARKS):
+            return number
+    return first
 
 
 def _block_name(lines: list[str], first: int, last: int) -> str:

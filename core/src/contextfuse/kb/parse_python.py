@@ -97,7 +97,7 @@ class _Visitor:
             if len(self.parsed.symbols) > before:
                 statements.append(_claimed(stmt))
             else:
-                statements.append(_statement(stmt))
+                statements.append(_statement(self.lines, stmt))
         return statements
 
     def _qualname(self, parent: str, name: str) -> str:
@@ -148,7 +148,7 @@ class _Visitor:
             )
         )
         if last - first + 1 > PIECE_LINES:  # a table of hundreds of entries: blocks of them
-            add_blocks(self.parsed, self.lines, _parts(value), qualname, self.names)
+            add_blocks(self.parsed, self.lines, _parts(self.lines, value), qualname, self.names)
         return True
 
     def imports(self, stmt: ast.Import | ast.ImportFrom, top: bool) -> None:
@@ -251,32 +251,34 @@ def _claimed(stmt: ast.stmt) -> Statement:
     return Statement(_start(stmt), _end(stmt), claimed=True)
 
 
-def _statement(node: ast.stmt | ast.expr, first: int | None = None) -> Statement:
-    """A statement (or an entry of a literal) a block may hold, with its parts to open it."""
-    return Statement(
-        first if first is not None else node.lineno,
-        _end(node),
-        parts=lambda: _parts(node),
-    )
+def _statement(lines: list[str], node: ast.stmt | ast.expr, first: int | None = None) -> Statement:
+    """A statement (or an entry of a literal) a block may hold, with its parts to open it.
+
+    It starts at the comment lines right above it: a block takes them with it.
+    """
+    start = first if first is not None else node.lineno
+    while start > 1 and lines[start - 2].lstrip().startswith("#"):
+        start -= 1
+    return Statement(start, _end(node), parts=lambda: _parts(lines, node))
 
 
-def _parts(node: ast.stmt | ast.expr) -> list[Statement]:
+def _parts(lines: list[str], node: ast.stmt | ast.expr) -> list[Statement]:
     """What a long statement is made of: a compound statement's bodies, a literal's entries,
     a call's arguments (found through an assignment, an expression statement or a return).
     """
     if isinstance(node, _COMPOUND):
-        return [_statement(s) for body in _compound_bodies(node) for s in body]
+        return [_statement(lines, s) for body in _compound_bodies(node) for s in body]
     value = getattr(node, "value", None) if isinstance(node, ast.stmt) else node
     if isinstance(value, ast.Dict):
         return [
-            _statement(v, k.lineno if k is not None else None)
+            _statement(lines, v, k.lineno if k is not None else None)
             for k, v in zip(value.keys, value.values, strict=True)
         ]
     if isinstance(value, ast.List | ast.Tuple | ast.Set):
-        return [_statement(e) for e in value.elts]
+        return [_statement(lines, e) for e in value.elts]
     if isinstance(value, ast.Call):
-        return [_statement(a) for a in value.args] + [
-            _statement(k.value, k.lineno) for k in value.keywords
+        return [_statement(lines, a) for a in value.args] + [
+            _statement(lines, k.value, k.lineno) for k in value.keywords
         ]
     return []
 

@@ -314,7 +314,7 @@ class _Walk:
                 docs.append(child)
                 statements.append(self.statement(child))
                 continue
-            doc = docs if docs and docs[-1].end_point.row + 1 >= child.start_point.row else []
+            doc = docs if docs and self.documents(docs[-1], child) else []
             docs = []
             before = len(self.parsed.symbols)
             self.declaration(child, child, doc, parent, prefix, owner)
@@ -324,6 +324,15 @@ class _Walk:
                 statements.append(self.statement(child))
         if span > PIECE_LINES:
             add_blocks(self.parsed, self.lines, statements, parent, self.names)
+
+    def documents(self, comment: Any, node: Any) -> bool:
+        """Whether ``comment`` documents ``node``: right above it, or a ``/** ... */`` block
+        one blank line above it (older JavaScript puts one there: Express, Node's own code).
+        """
+        gap = node.start_point.row - comment.end_point.row
+        if gap <= 1:
+            return True
+        return gap == 2 and self.data[comment.start_byte : comment.start_byte + 3] == b"/**"
 
     def imports_only(self, node: Any) -> bool:
         """An import statement, or a declaration of ``require(...)`` values only."""
@@ -386,7 +395,9 @@ class _Walk:
             self.declarator(outer, node, doc, parent, prefix, exported)
         elif kind == "macro_definition":  # Rust ``macro_rules! name { ... }``
             first, last = outer.start_point.row + 1, outer.end_point.row + 1
-            self.add(outer, node, doc, parent, prefix, "macro", self.value_segments(first, last))
+            segments = self.value_segments(first, last)
+            symbol = self.add(outer, node, doc, parent, prefix, "macro", segments)
+            self.open_if_long(symbol, node)
         elif kind == "expression_statement" and node.named_children:
             expression = node.named_children[0]
             if expression.type == "assignment_expression":
@@ -530,15 +541,16 @@ class _Walk:
         symbol = self.add(outer, node, doc, parent, prefix, "variable", segments, name)
         if value.type == "object":  # JavaScript object literal: its methods are members
             self.object_members(value, symbol, _members_prefix(symbol.qualname))
-        elif last - first + 1 > PIECE_LINES:
-            add_blocks(
-                self.parsed,
-                self.lines,
-                [self.statement(part) for part in _parts(value)],
-                symbol.qualname,
-                self.names,
-            )
+        else:
+            self.open_if_long(symbol, value)
         return symbol
+
+    def open_if_long(self, symbol: Symbol, node: Any) -> None:
+        """Blocks of the parts of a symbol longer than a piece (a table's entries, a macro's
+        rules), so that no part of it is reachable only whole."""
+        if symbol.line_end - symbol.line_start + 1 > PIECE_LINES:
+            parts = [self.statement(part) for part in _parts(node)]
+            add_blocks(self.parsed, self.lines, parts, symbol.qualname, self.names)
 
     def worth_a_symbol(self, value: Any, lines: int, exported: bool, typed: bool) -> bool:
         if _is_import(self.text(value)) and lines < _BIG_VALUE_LINES:
@@ -754,14 +766,7 @@ class _Walk:
                 else [self.block(first, first)]
             )
         symbol = self.add(outer, node, doc, parent, prefix, kind, segments)
-        if last - first + 1 > PIECE_LINES:  # a 400-line enum or struct: blocks of entries
-            add_blocks(
-                self.parsed,
-                self.lines,
-                [self.statement(part) for part in _parts(node)],
-                symbol.qualname,
-                self.names,
-            )
+        self.open_if_long(symbol, node)  # a 400-line enum or struct: blocks of entries
 
     # ---- text ------------------------------------------------------------------------------
 

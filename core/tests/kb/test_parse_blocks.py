@@ -1,0 +1,134 @@
+"""Large files and classes split into blocks, so no code is reachable only as a whole file."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextfuse.kb.parse import detect, parse
+from contextfuse.kb.parse_pieces import GROUP_LINES, PIECE_LINES
+from contextfuse.kb.parsed import ParsedFile, Symbol
+from contextfuse.kb.render import render_file
+
+
+def parsed(path: str, source: str) -> ParsedFile:
+    language, _ = detect(path)
+    if language != "python":
+        pytest.importorskip(f"tree_sitter_{language}")
+    return parse(source, source.split("\n"), language)
+
+
+def blocks(found: ParsedFile) -> list[Symbol]:
+    return [s for s in found.symbols if s.kind == "block"]
+
+
+def uncovered(source: str, found: ParsedFile) -> list[str]:
+    """Non-blank lines no symbol holds."""
+    covered: set[int] = set()
+    for symbol in found.symbols:
+        covered.update(range(symbol.line_start, symbol.line_end + 1))
+    return [
+        line
+        for number, line in enumerate(source.split("\n"), 1)
+        if line.strip() and number not in covered
+    ]
+
+
+ROUTES = "const app = express();\n\n" + "".join(
+    f"app.get('/item/{i}', (req, res) => {{\n  res.send(load({i}));\n}});\n\n" for i in range(60)
+)
+
+
+def test_a_large_file_of_calls_has_every_line_in_a_symbol() -> None:
+    found = parsed("routes.js", ROUTES)
+    assert uncovered(ROUTES, found) == []
+    assert all(b.line_end - b.line_start + 1 <= GROUP_LINES for b in blocks(found))
+
+
+def test_blocks_are_named_by_their_first_statement() -> None:
+    found = blocks(parsed("routes.js", ROUTES))
+    assert found[0].name == "app.get"
+    assert found[0].label == "app.get('/item/0', (req, res) => {"
+    assert [b.qualname for b in found[:3]] == ["app.get", "app.get@2", "app.get@3"]
+
+
+def test_a_small_file_has_no_blocks() -> None:
+    source = "app.get('/a', handler);\napp.get('/b', handler);\napp.listen(3000);\n"
+    assert blocks(parsed("small.js", source)) == []
+
+
+def test_a_statement_longer_than_a_piece_is_opened_into_its_parts() -> None:
+    tests = "".join(
+        f"  it('case {i}', () => {{\n    expect(parse({i})).toBe({i});\n  }});\n"
+        for i in range(PIECE_LINES // 3 + 10)
+    )
+    source = f"describe('parse', () => {{\n{tests}}});\n"
+    found = blocks(parsed("parse.test.js", source))
+    assert found[0].qualname == "describe"
+    assert found[0].line_end - found[0].line_start + 1 > PIECE_LINES
+    assert {b.parent for b in found[1:]} == {"describe"}
+    assert all(b.line_end - b.line_start + 1 <= GROUP_LINES for b in found[1:])
+
+
+def test_a_huge_python_table_is_split_into_blocks_of_its_entries() -> None:
+    entries = "".join(f'    "name_{i}": "{i}",\n' for i in range(400))
+    source = f"EMOJI = {{\n{entries}}}\n"
+    found = parsed("_emoji.py", source)
+    assert found.symbols[0].qualname == "EMOJI"
+    assert {b.parent for b in blocks(found)} == {"EMOJI"}
+    assert blocks(found)[0].name == "name_0"
+    assert uncovered(source, found) == []
+
+
+def test_imports_are_never_part_of_a_block() -> None:
+    imports = "".join(f"import mod{i}\n" for i in range(20))
+    calls = "".join(f"register(handler_{i}, priority={i})\n" for i in range(PIECE_LINES))
+    source = imports + "\n" + calls
+    found = blocks(parsed("plugins.py", source))
+    assert found
+    assert min(b.line_start for b in found) > 20
+
+
+def test_a_comment_goes_with_the_statement_after_it() -> None:
+    source = "".join(
+        f"# step {i}\nrun_step({i}, retries=3)\n" + "log(done)\n" * 10 for i in range(20)
+    )
+    lines = source.split("\n")
+    found = blocks(parsed("pipeline.py", source))
+    assert found
+    assert not [b for b in found if lines[b.line_start - 2].startswith("# step")]
+    assert found[0].name == "run_step"
+
+
+def test_a_large_java_class_gets_blocks_of_its_fields() -> None:
+    fields = "".join(f"    private int field{i} = {i};\n" for i in range(PIECE_LINES))
+    source = f"class Settings {{\n{fields}    void apply() {{}}\n}}\n"
+    found = blocks(parsed("Settings.java", source))
+    assert found
+    assert {b.parent for b in found} == {"Settings"}
+
+
+def test_blocks_are_in_their_container_outline_and_signatures() -> None:
+    found = parsed("routes.js", ROUTES)
+    file_node = render_file("p", "routes.js", ROUTES.split("\n"), found)[0]
+    _, signatures, outline, _ = file_node.texts
+    assert "L3 app.get('/item/0', (req, res) => {" in outline.split("\n")
+    assert "app.get('/item/0', (req, res) => {" in signatures.split("\n")
+
+
+def test_a_line_the_container_keeps_is_not_repeated_by_a_block() -> None:
+    constants = "".join(f"LIMIT_{i} = {i}\n" for i in range(PIECE_LINES + 10))
+    found = parsed("limits.py", constants)
+    file_node = render_file("p", "limits.py", constants.split("\n"), found)[0]
+    signatures = file_node.texts[1]
+    assert blocks(found)
+    assert signatures.count("LIMIT_0 = 0") == 1
+
+
+def test_parents_come_before_their_children_in_line_order() -> None:
+    found = parsed("routes.js", ROUTES).symbols
+    seen: set[str] = set()
+    for symbol in found:
+        assert symbol.parent == "" or symbol.parent in seen
+        seen.add(symbol.qualname)
+    tops = [s.line_start for s in found if not s.parent]
+    assert tops == sorted(tops)
