@@ -35,7 +35,11 @@ __all__ = ["HEADER_SYMBOL", "NodeScoringStrategy", "SelectionPolicy", "select_fr
 #: Symbol part of the URI of a file's header fragment (``project://p/a.py#<header>``).
 HEADER_SYMBOL = "<header>"
 
-_CODE_KINDS = frozenset({"function", "method", "class", "section", "module"})
+# Code the packer shows at full source: declarations, values bound to names (a TypeScript
+# ``export const X = make(...)``), blocks of a large file's top-level code, document sections.
+_CODE_KINDS = frozenset(
+    {"function", "method", "class", "section", "module", "variable", "block", "macro"}
+)
 
 
 @attrs.frozen
