@@ -7,11 +7,14 @@ node containing the line and count
   covered     share of lines inside a node other than their file's node;
   manageable  share of lines whose smallest node has at most ``--piece`` lines (a small
               file's own node counts: the whole file is one manageable piece);
-  histogram   lines by the size of their smallest node, with the file-only lines apart.
+  histogram   lines by the size of their smallest node, with the file-only lines apart;
+  file-only   those lines by what they look like: comments, imports, other code.
 
 The largest files whose lines are reachable only through the file node are listed, so what is
-left uncovered can be read. Projects are real code nobody here wrote (``npm pack``, Debian
-``golang-*-dev`` / ``librust-*-dev``, PyPI sdists), unpacked by hand.
+left uncovered can be read. ``--repeat N`` indexes N times and reports the median time (the
+machine may be shared: compare versions run alternately under the same load). Projects are
+real code nobody here wrote (``npm pack``, Debian ``golang-*-dev`` / ``librust-*-dev``, PyPI
+sdists), unpacked by hand.
 
     python bench/parse_coverage.py /tmp/zod /tmp/gin --json coverage.json
 """
@@ -20,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections import Counter
@@ -28,17 +33,29 @@ from pathlib import Path
 from typing import Any
 
 _BUCKETS = (10, 50, 150, 400, 1000)
+_COMMENT = re.compile(r"""\s*(?:#|//|/\*|\*|--|"{3}|'{3})""")
+_IMPORT = re.compile(
+    r"""\s*(?:import\s|from\s+\S+\s+import\s|use\s|package\s|extern\s+crate\s|mod\s+\w+;"""
+    r"""|(?:const|let|var)\s.*=\s*require\(|['"]use strict['"])"""
+)
 
 
-def measure(root: Path, piece: int) -> dict[str, Any]:
-    """Index ``root`` into a temporary folder and measure its nodes."""
+def measure(root: Path, piece: int, repeat: int = 1) -> dict[str, Any]:
+    """Index ``root`` into a temporary folder (``repeat`` times) and measure its nodes."""
     from contextfuse.kb.api import index
     from contextfuse.kb.compressed import stored_text
 
+    times = []
+    for _ in range(repeat - 1):
+        with tempfile.TemporaryDirectory(prefix="cf-coverage-") as folder:
+            started = time.perf_counter()
+            index(root, index_dir=folder, rebuild=True)
+            times.append(time.perf_counter() - started)
     with tempfile.TemporaryDirectory(prefix="cf-coverage-") as folder:
         started = time.perf_counter()
         index(root, index_dir=folder, rebuild=True)
-        seconds = time.perf_counter() - started
+        times.append(time.perf_counter() - started)
+        seconds = statistics.median(times)
         conn = sqlite3.connect(Path(folder) / "index.db")
         try:
             kinds = Counter(k for (k,) in conn.execute("SELECT kind FROM nodes"))
@@ -54,6 +71,7 @@ def measure(root: Path, piece: int) -> dict[str, Any]:
         finally:
             conn.close()
     histogram: Counter[str] = Counter()
+    file_only: Counter[str] = Counter()
     total = covered = manageable = 0
     file_only: list[tuple[int, str]] = []
     for file_id, path, content in files:
@@ -76,6 +94,7 @@ def measure(root: Path, piece: int) -> dict[str, Any]:
             if not inside[number]:
                 stranded += 1
                 histogram["file only"] += 1
+                file_only[_looks_like(text)] += 1
             else:
                 histogram[_bucket(smallest[number])] += 1
         if stranded and size > piece:
@@ -91,8 +110,15 @@ def measure(root: Path, piece: int) -> dict[str, Any]:
         "covered": round(100 * covered / max(total, 1), 1),
         "manageable": round(100 * manageable / max(total, 1), 1),
         "histogram": {k: histogram[k] for k in _labels() if histogram[k]},
+        "file_only": {k: file_only[k] for k in ("comments", "imports", "code")},
         "largest_file_only": file_only[:8],
     }
+
+
+def _looks_like(line: str) -> str:
+    if _COMMENT.match(line):
+        return "comments"
+    return "imports" if _IMPORT.match(line) else "code"
 
 
 def _bucket(size: int) -> str:
@@ -110,6 +136,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("roots", nargs="+", type=Path)
     parser.add_argument("--piece", type=int, default=150, help="manageable node size, lines")
+    parser.add_argument("--repeat", type=int, default=1, help="index N times, median time")
     parser.add_argument("--json", help="write the figures as JSON")
     args = parser.parse_args()
     results = []
@@ -118,7 +145,7 @@ def main() -> None:
         f"{'covered':>8} {'manage':>7}  histogram (lines by smallest node)"
     )
     for root in args.roots:
-        row = measure(root, args.piece)
+        row = measure(root, args.piece, args.repeat)
         results.append(row)
         hist = " ".join(f"{k}:{v}" for k, v in row["histogram"].items())
         print(
@@ -127,6 +154,8 @@ def main() -> None:
         )
         kinds = ", ".join(f"{k} {v}" for k, v in row["kinds"].items())
         print(f"  kinds: {kinds}")
+        looks = ", ".join(f"{k} {v}" for k, v in row["file_only"].items())
+        print(f"  file-only lines that look like: {looks}")
         for stranded, path in row["largest_file_only"][:4]:
             print(f"  file-only lines: {stranded:>6}  {path}")
     if args.json:

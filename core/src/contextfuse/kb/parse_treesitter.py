@@ -585,16 +585,24 @@ class _Walk:
         self.walk_members(body, symbol, outer)
         return symbol
 
-    def walk_members(self, body: Any, symbol: Symbol, outer: Any) -> None:
-        was, self.in_class = self.in_class, True
+    def walk_members(self, body: Any, symbol: Symbol, outer: Any, in_class: bool = True) -> None:
+        """The declarations in ``body``, members of ``symbol`` (whose source is ``outer``)."""
+        self.nested(body, symbol.qualname, f"{symbol.qualname}.", symbol.segments, outer, in_class)
+
+    def nested(
+        self,
+        body: Any,
+        parent: str,
+        prefix: str,
+        segments: list[Segment],
+        outer: Any,
+        in_class: bool,
+    ) -> None:
+        """:meth:`body` of a container: of a class (``in_class``), a namespace or an impl."""
+        was, self.in_class = self.in_class, in_class
         try:
-            self.body(
-                body.named_children,
-                symbol.qualname,
-                f"{symbol.qualname}.",
-                symbol.segments,
-                outer.end_point.row - outer.start_point.row + 1,
-            )
+            span = outer.end_point.row - outer.start_point.row + 1
+            self.body(body.named_children, parent, prefix, segments, span)
         finally:
             self.in_class = was
 
@@ -708,20 +716,7 @@ class _Walk:
         name = self.text(name_node).strip("'\"") if name_node is not None else kind
         segments = self.header(outer, body, elide=False)
         symbol = self.add(outer, node, doc, parent, prefix, kind, segments, name)
-        if kind in ("namespace", "module"):
-            was, self.in_class = self.in_class, False
-            try:
-                self.body(
-                    body.named_children,
-                    symbol.qualname,
-                    f"{symbol.qualname}.",
-                    symbol.segments,
-                    outer.end_point.row - outer.start_point.row + 1,
-                )
-            finally:
-                self.in_class = was
-        else:
-            self.walk_members(body, symbol, outer)
+        self.walk_members(body, symbol, outer, in_class=kind not in ("namespace", "module"))
 
     def impl(
         self, outer: Any, node: Any, doc: list[Any], parent: str, owner: list[Segment]
@@ -740,17 +735,8 @@ class _Walk:
         trait = node.child_by_field_name("trait")
         if target is not None and trait is not None:
             target.bases.append(_GENERIC.sub("", self.text(trait)).rsplit("::", 1)[-1])
-        was, self.in_class = self.in_class, True
-        try:
-            self.body(
-                body.named_children,
-                target.qualname if target else parent,
-                f"{type_name}.",
-                segments,
-                outer.end_point.row - outer.start_point.row + 1,
-            )
-        finally:
-            self.in_class = was
+        owner_name = target.qualname if target else parent
+        self.nested(body, owner_name, f"{type_name}.", segments, outer, in_class=True)
 
     def whole(
         self, outer: Any, node: Any, doc: list[Any], parent: str, prefix: str, kind: str
