@@ -132,3 +132,17 @@ def test_parents_come_before_their_children_in_line_order() -> None:
         seen.add(symbol.qualname)
     tops = [s.line_start for s in found if not s.parent]
     assert tops == sorted(tops)
+
+
+def test_deeply_nested_long_data_is_split_to_a_bounded_depth() -> None:
+    source = "const table = " + "[0,\n" * 3000 + "1" + "\n]" * 3000 + ";\n"
+    found = parsed("table.js", source)
+    assert found.note == ""
+    assert 1 < len(found.symbols) < 20
+
+
+def test_declarations_nested_deeper_than_the_walk_goes_leave_the_file_as_text() -> None:
+    source = "namespace A {\n" * 3000 + "}\n" * 3000
+    found = parsed("deep.ts", source)
+    assert found.symbols == []
+    assert "nested too deeply" in found.note

@@ -84,9 +84,14 @@ def parse(text: str, lines: list[str], language: str) -> ParsedFile:
         return plain
     if language in TREE_SITTER_LANGUAGES:
         parser = parser_for(language)
-        if parser is not None:
+        if parser is None:
+            return parse_text.parse_plain(text, lines, language)
+        try:
             return parser.parse(text, lines)
-        return parse_text.parse_plain(text, lines, language)
+        except RecursionError:  # nesting deeper than the walk goes: the file is still indexed
+            plain = parse_text.parse_plain(text, lines, language)
+            plain.note = f"nested too deeply to parse as {language}: indexed as plain text"
+            return plain
     if language == "markdown":
         return parse_text.parse_markdown(text, lines)
     if language == "rst" or (language == "text" and parse_text.looks_like_rst(lines)):

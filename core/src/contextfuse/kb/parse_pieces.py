@@ -28,6 +28,9 @@ GROUP_LINES = 60
 #: A run of statements shorter than this stays in its container (a stray one-liner between
 #: two functions would be a node of a few tokens).
 _MIN_LINES = 3
+#: Blocks opened inside blocks at most this deep: deeper nesting (generated data) stays in
+#: the innermost block, and the recursion stays bounded whatever the input.
+_MAX_OPENED = 8
 _COMMENT_MARKS = ("#", "//", "/*", "*", "--")
 _NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*|\d\w*")
 #: Leading words that say how a statement binds, not what it is.
@@ -109,24 +112,25 @@ class _Blocks:
         self.lines = lines
         self.names = names
 
-    def split(self, statements: Sequence[Statement], parent: str) -> None:
+    def split(self, statements: Sequence[Statement], parent: str, opened: int = 0) -> None:
         run: list[Statement] = []
         for statement in statements:
             if statement.claimed:
-                self.run(run, parent)
+                self.run(run, parent, opened)
                 run = []
             else:
                 run.append(statement)
-        self.run(run, parent)
+        self.run(run, parent, opened)
 
-    def run(self, run: list[Statement], parent: str) -> None:
+    def run(self, run: list[Statement], parent: str, opened: int) -> None:
         """Group a run of unclaimed statements into blocks; open the long ones."""
         group: list[Statement] = []
         for statement in run:
-            if statement.lines > PIECE_LINES and statement.parts is not None:
+            long = statement.lines > PIECE_LINES and statement.parts is not None
+            if long and opened < _MAX_OPENED and statement.parts is not None:
                 self.emit(_without_trailing_comments(group), parent)
                 block = self.block(statement.first, statement.last, parent)
-                self.split(statement.parts(), block)
+                self.split(statement.parts(), block, opened + 1)
                 group = []
                 continue
             if group and statement.last - group[0].first + 1 > GROUP_LINES and _strong(group):
