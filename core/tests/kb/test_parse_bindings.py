@@ -75,6 +75,11 @@ def test_a_require_is_an_import_not_a_symbol() -> None:
     assert kinds("app.js", "const express = require('express');\n") == {}
 
 
+def test_a_require_wrapped_by_a_compiler_is_an_import_too() -> None:
+    source = 'const z = __importStar(require("./v4/classic/external.cjs"));\n'
+    assert kinds("index.cjs", source) == {}
+
+
 def test_a_one_token_constant_is_not_a_symbol() -> None:
     assert kinds("limits.js", "const MAX = 5;\nexport const NAME = 'x';\n") == {}
 

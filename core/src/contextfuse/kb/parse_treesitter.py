@@ -201,7 +201,9 @@ _NAMES = frozenset({"identifier", "type_identifier", "property_identifier", "fie
 _METHODS = frozenset({"method_definition"})  # in a JavaScript object literal
 _KEYS = frozenset({"property_identifier", "string", "identifier"})
 _PART_DEPTH = 5  # how far below a statement its parts are looked for
-_IMPORT_CALL = re.compile(r"(?:await\s+)?(?:require|import)\s*\(")
+# ``require("x")``, ``import("x")``, and the same wrapped by a compiler
+# (``__importStar(require("x"))``, ``require("x").y``).
+_IMPORT_CALL = re.compile(r"""(?<![\w$.])(?:require|import)\s*\(\s*['"`]""")
 _GENERIC = re.compile(r"<.*>")
 _JS_TARGET = re.compile(r"[\w$]+(?:\.[\w$]+)*")
 _DOC_MARKS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|//[/!]?)\s?")
@@ -831,7 +833,7 @@ def _contains(node: Any, types: frozenset[str]) -> bool:
 
 
 def _is_import(text: str) -> bool:
-    return bool(_IMPORT_CALL.match(text))
+    return bool(_IMPORT_CALL.search(text))
 
 
 def _members_prefix(qualname: str) -> str:
