@@ -214,3 +214,13 @@ def test_a_reindex_of_an_index_parsed_by_the_old_parser_finds_the_new_symbols(
     build(root)
     found = opened(root).nodes.get_nodes(["project://upgrade/app.py#app"])
     assert found["project://upgrade/app.py#app"].kind == "variable"
+
+
+def test_rust_items_inside_a_macro_call_are_symbols() -> None:
+    source = (
+        "cfg_rt! {\n    /// Spawns a task.\n    pub fn spawn(task: Task) -> Handle {\n"
+        "        Handle::new(task)\n    }\n\n    pub struct Handle { id: u64 }\n}\n"
+    )
+    assert kinds("task.rs", source) == {"spawn": "function", "Handle": "struct"}
+    # The parser reads whole files again afterwards.
+    assert kinds("other.rs", "fn main() {}\n") == {"main": "function"}

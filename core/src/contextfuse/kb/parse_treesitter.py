@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import Any
 
@@ -254,6 +254,7 @@ class TreeSitterParser:
         data = text.encode("utf-8")
         tree = self.parser.parse(data)
         walk = _Walk(self.spec, data, lines, ParsedFile(self.language, self.parser_id))
+        walk.reparse = self.parse_range
         walk.body(tree.root_node.named_children, parent="", prefix="", owner=None, span=len(lines))
         parsed = walk.parsed
         parsed.symbols = preorder(parsed.symbols)
@@ -261,6 +262,26 @@ class TreeSitterParser:
         if not parsed.summary:
             parsed.summary = walk.file_doc
         return parsed
+
+    def parse_range(self, data: bytes, node: Any) -> Any:
+        """The tree of ``data`` parsed inside ``node`` only (a Rust macro's ``{ ... }``), with
+        positions in the whole file; None when tree-sitter cannot restrict a parse."""
+        tree_sitter = importlib.import_module("tree_sitter")
+        start_row, start_column = node.start_point
+        end_row, end_column = node.end_point
+        inner = tree_sitter.Range(
+            (start_row, start_column + 1),
+            (end_row, max(end_column - 1, 0)),
+            node.start_byte + 1,
+            node.end_byte - 1,
+        )
+        try:
+            self.parser.included_ranges = [inner]
+            return self.parser.parse(data)
+        except (ValueError, AttributeError):
+            return None
+        finally:
+            self.parser.included_ranges = []
 
 
 def _imports(spec: _Spec, language: str, text: str) -> list[str]:
@@ -284,6 +305,7 @@ class _Walk:
         self.names = Qualnames()
         self.file_doc = ""
         self.in_class = False  # walking the members of a class, interface or trait
+        self.reparse: Callable[[bytes, Any], Any] | None = None
 
     def text(self, node: Any) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
@@ -407,6 +429,8 @@ class _Walk:
             elif expression.type in spec.containers:  # TypeScript ``namespace X { ... }``
                 container = spec.containers[expression.type]
                 self.container(outer, expression, doc, parent, prefix, container)
+        elif kind == "macro_invocation" and self.spec.grammar == "tree_sitter_rust":
+            self.macro_items(outer, node, parent, prefix, owner)
         elif kind == "impl_item":
             self.impl(outer, node, doc, parent, owner)
         elif kind in spec.containers:
@@ -699,6 +723,26 @@ class _Walk:
                 prefix,
                 exported=name[:1].isupper(),
             )
+
+    def macro_items(
+        self, outer: Any, node: Any, parent: str, prefix: str, owner: list[Segment]
+    ) -> None:
+        """Items written inside a Rust macro call (``cfg_if! { ... }``, ``cfg_rt! { ... }``).
+
+        tree-sitter reads a macro's body as tokens; parsed again as Rust, inside the braces
+        only, the items there are declarations of the module like any other.
+        """
+        body = next((c for c in node.named_children if c.type == "token_tree"), None)
+        if (
+            body is None
+            or self.reparse is None
+            or self.data[body.start_byte : body.start_byte + 1] != b"{"
+        ):
+            return
+        tree = self.reparse(self.data, body)
+        if tree is not None:
+            span = outer.end_point.row - outer.start_point.row + 1
+            self.body(tree.root_node.named_children, parent, prefix, owner, span)
 
     def container(
         self,
