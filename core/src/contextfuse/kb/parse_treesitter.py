@@ -253,10 +253,9 @@ class TreeSitterParser:
         """Parse one file (tree-sitter always produces a tree, errors included)."""
         data = text.encode("utf-8")
         tree = self.parser.parse(data)
-        walk = _Walk(self.spec, data, lines, ParsedFile(self.language, self.parser_id))
-        walk.reparse = self.parse_range
+        parsed = ParsedFile(self.language, self.parser_id)
+        walk = _Walk(self.spec, data, lines, parsed, self.parse_range)
         walk.body(tree.root_node.named_children, parent="", prefix="", owner=None, span=len(lines))
-        parsed = walk.parsed
         parsed.symbols = preorder(parsed.symbols)
         parsed.imports = [Import(m) for m in _imports(self.spec, self.language, text)]
         if not parsed.summary:
@@ -296,7 +295,14 @@ def _imports(spec: _Spec, language: str, text: str) -> list[str]:
 
 
 class _Walk:
-    def __init__(self, spec: _Spec, data: bytes, lines: list[str], parsed: ParsedFile) -> None:
+    def __init__(
+        self,
+        spec: _Spec,
+        data: bytes,
+        lines: list[str],
+        parsed: ParsedFile,
+        reparse: Callable[[bytes, Any], Any],
+    ) -> None:
         self.spec = spec
         self.data = data
         self.lines = lines
@@ -305,7 +311,7 @@ class _Walk:
         self.names = Qualnames()
         self.file_doc = ""
         self.in_class = False  # walking the members of a class, interface or trait
-        self.reparse: Callable[[bytes, Any], Any] | None = None
+        self.reparse = reparse  # parses the file inside one node only (a macro's body)
 
     def text(self, node: Any) -> str:
         return self.data[node.start_byte : node.end_byte].decode("utf-8", "replace")
