@@ -344,7 +344,7 @@ class _Walk:
                 docs.append(child)
                 statements.append(self.statement(child))
                 continue
-            doc = docs if docs and self.documents(docs[-1], child) else []
+            doc = docs if docs and docs[-1].end_point.row + 1 >= child.start_point.row else []
             docs = []
             before = len(self.parsed.symbols)
             self.declaration(child, child, doc, parent, prefix, owner)
@@ -354,15 +354,6 @@ class _Walk:
                 statements.append(self.statement(child))
         if span > PIECE_LINES:
             add_blocks(self.parsed, self.lines, statements, parent, self.names)
-
-    def documents(self, comment: Any, node: Any) -> bool:
-        """Whether ``comment`` documents ``node``: right above it, or a ``/** ... */`` block
-        one blank line above it (older JavaScript puts one there: Express, Node's own code).
-        """
-        gap = node.start_point.row - comment.end_point.row
-        if gap <= 1:
-            return True
-        return gap == 2 and self.data[comment.start_byte : comment.start_byte + 3] == b"/**"
 
     def imports_only(self, node: Any) -> bool:
         """An import statement, or a declaration of ``require(...)`` values only."""
