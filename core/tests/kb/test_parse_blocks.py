@@ -146,3 +146,9 @@ def test_declarations_nested_deeper_than_the_walk_goes_leave_the_file_as_text() 
     found = parsed("deep.ts", source)
     assert found.symbols == []
     assert "nested too deeply" in found.note
+
+
+def test_a_long_comment_is_never_a_block() -> None:
+    doc = "/*\nPackage mux routes requests.\n" + "More about it.\n" * (PIECE_LINES + 10) + "*/\n"
+    source = "// Copyright\n\n" + doc + "package mux\n"
+    assert blocks(parsed("doc.go", source)) == []

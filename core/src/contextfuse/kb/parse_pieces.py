@@ -126,7 +126,7 @@ class _Blocks:
         """Group a run of unclaimed statements into blocks; open the long ones."""
         group: list[Statement] = []
         for statement in run:
-            long = statement.lines > PIECE_LINES and statement.parts is not None
+            long = statement.lines > PIECE_LINES and not statement.weak
             if long and opened < _MAX_OPENED and statement.parts is not None:
                 self.emit(_without_trailing_comments(group), parent)
                 block = self.block(statement.first, statement.last, parent)
