@@ -99,12 +99,25 @@ def test_a_comment_goes_with_the_statement_after_it() -> None:
     assert found[0].name == "run_step"
 
 
-def test_a_large_java_class_gets_blocks_of_its_fields() -> None:
+def test_a_large_class_keeps_its_fields_in_its_signatures_not_in_blocks() -> None:
     fields = "".join(f"    private int field{i} = {i};\n" for i in range(PIECE_LINES))
     source = f"class Settings {{\n{fields}    void apply() {{}}\n}}\n"
-    found = blocks(parsed("Settings.java", source))
-    assert found
-    assert {b.parent for b in found} == {"Settings"}
+    found = parsed("Settings.java", source)
+    assert blocks(found) == []
+    assert any("field0 = 0" in text for _, text in found.symbols[0].segments)
+
+
+def test_a_struct_of_a_few_hundred_lines_stays_one_node() -> None:
+    fields = "".join(f"\t// Field{i} is documented.\n\tField{i} int\n" for i in range(PIECE_LINES))
+    source = f"package x\n\ntype Config struct {{\n{fields}}}\n"
+    assert [s.kind for s in parsed("config.go", source).symbols] == ["struct"]
+
+
+def test_a_module_docstring_is_not_a_block() -> None:
+    doc = '"""The module.\n\n' + "More.\n" * 10 + '"""\n'
+    calls = "".join(f"register(handler_{i}, priority={i})\n" for i in range(PIECE_LINES))
+    found = blocks(parsed("plugins.py", doc + calls))
+    assert min(b.line_start for b in found) > 12
 
 
 def test_blocks_are_in_their_container_outline_and_signatures() -> None:

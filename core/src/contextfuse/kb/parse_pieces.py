@@ -1,12 +1,13 @@
-"""Blocks: the top-level code of a large file (or class) that no declaration holds.
+"""Blocks: the top-level code of a large file that no declaration holds.
 
 A config file, a route table, a test script or a 5,000-line schema module is mostly
 statements, calls and literals, not declarations; without blocks its code is reachable only
 through the file node, which a budget rarely fits. Both parsers describe the statements of a
-large container (:class:`Statement`) and :func:`add_blocks` turns the runs of statements
-that no symbol holds into ``block`` symbols of a manageable size: consecutive small
-statements are grouped, and a statement longer than a piece is opened into its parts (the
-body of a callback, the entries of a literal), recursively.
+large file, namespace or value (:class:`Statement`) and :func:`add_blocks` turns the runs of
+statements that no symbol holds into ``block`` symbols of a manageable size: consecutive
+small statements are grouped, and a statement longer than a piece is opened into its parts
+(the body of a callback, the entries of a literal), recursively. A class's own lines (its
+docstring, its fields) are not split: its signatures show them, and its methods are nodes.
 """
 
 from __future__ import annotations
@@ -18,13 +19,23 @@ import attrs
 
 from contextfuse.kb.parsed import ParsedFile, Qualnames, Segment, Symbol
 
-__all__ = ["GROUP_LINES", "PIECE_LINES", "Statement", "add_blocks", "first_line_segments"]
+__all__ = [
+    "DECLARATION_LINES",
+    "GROUP_LINES",
+    "PIECE_LINES",
+    "Statement",
+    "add_blocks",
+    "first_line_segments",
+]
 
 #: A container (file, class) longer than this is split into blocks; a statement longer than
 #: this is opened into its parts. About 1,500 tokens: several fit in the smallest budgets.
 PIECE_LINES = 150
 #: Consecutive small statements are grouped into blocks of up to this many lines.
 GROUP_LINES = 60
+#: A declaration (a struct, an enum, a type) is one unit up to this size; a longer one (a
+#: generated table of hundreds of variants) is opened into blocks of its entries.
+DECLARATION_LINES = 3 * PIECE_LINES
 #: A run of statements shorter than this stays in its container (a stray one-liner between
 #: two functions would be a node of a few tokens).
 _MIN_LINES = 3

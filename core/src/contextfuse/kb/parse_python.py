@@ -47,6 +47,8 @@ def parse_python(text: str, lines: list[str]) -> ParsedFile | None:
         parsed.summary = _first_line(doc)
     visitor = _Visitor(parsed, lines)
     statements = visitor.body(body, parent="", in_class=False, owner=parsed.head)
+    if doc is not None:  # in the file's signatures already
+        statements[0] = _claimed(doc)
     if len(lines) > PIECE_LINES:
         add_blocks(parsed, lines, statements, "", visitor.names)
     parsed.symbols = preorder(parsed.symbols)
@@ -216,12 +218,10 @@ class _Visitor:
         )
         self.parsed.symbols.append(symbol)
         count = len(self.parsed.symbols)
-        statements = self.body(node.body, qualname, in_class=True, owner=symbol.segments)
+        self.body(node.body, qualname, in_class=True, owner=symbol.segments)
         kept = len(symbol.segments) - len(segments) + (len(self.parsed.symbols) - count)
         if kept == 0 and len(node.body) > (1 if doc is not None else 0):
             symbol.segments.append((_end(node), self._indent(node) + "..."))
-        if _end(node) - _start(node) + 1 > PIECE_LINES:
-            add_blocks(self.parsed, self.lines, statements, qualname, self.names)
 
     def _header(self, node: _Def | ast.ClassDef, start: int) -> list[Segment]:
         """Decorators and the signature, verbatim, up to the body."""

@@ -15,7 +15,13 @@ from typing import Any
 
 import attrs
 
-from contextfuse.kb.parse_pieces import PIECE_LINES, Statement, add_blocks, first_line_segments
+from contextfuse.kb.parse_pieces import (
+    DECLARATION_LINES,
+    PIECE_LINES,
+    Statement,
+    add_blocks,
+    first_line_segments,
+)
 from contextfuse.kb.parsed import Import, ParsedFile, Qualnames, Segment, Symbol, preorder
 
 __all__ = ["LANGUAGES", "TreeSitterParser", "missing_reason", "parser_for"]
@@ -326,8 +332,8 @@ class _Walk:
     ) -> None:
         """Visit declarations; ``prefix`` qualifies names (``Type.`` inside an impl).
 
-        In a container longer than a piece (``span`` lines), the statements no declaration
-        holds become blocks.
+        In a file or namespace longer than a piece (``span`` lines), the statements no
+        declaration holds become blocks.
         """
         top = owner is None
         owner = self.parsed.head if owner is None else owner
@@ -352,7 +358,7 @@ class _Walk:
                 statements.append(_claimed(child))
             else:
                 statements.append(self.statement(child))
-        if span > PIECE_LINES:
+        if span > PIECE_LINES and not self.in_class:
             add_blocks(self.parsed, self.lines, statements, parent, self.names)
 
     def imports_only(self, node: Any) -> bool:
@@ -568,10 +574,10 @@ class _Walk:
             self.open_if_long(symbol, value)
         return symbol
 
-    def open_if_long(self, symbol: Symbol, node: Any) -> None:
-        """Blocks of the parts of a symbol longer than a piece (a table's entries, a macro's
-        rules), so that no part of it is reachable only whole."""
-        if symbol.line_end - symbol.line_start + 1 > PIECE_LINES:
+    def open_if_long(self, symbol: Symbol, node: Any, longer_than: int = PIECE_LINES) -> None:
+        """Blocks of the parts of a symbol longer than ``longer_than`` lines (a table's
+        entries, a macro's rules), so that no part of it is reachable only whole."""
+        if symbol.line_end - symbol.line_start + 1 > longer_than:
             parts = [self.statement(part) for part in _parts(node)]
             add_blocks(self.parsed, self.lines, parts, symbol.qualname, self.names)
 
@@ -795,7 +801,7 @@ class _Walk:
                 else [self.block(first, first)]
             )
         symbol = self.add(outer, node, doc, parent, prefix, kind, segments)
-        self.open_if_long(symbol, node)  # a 400-line enum or struct: blocks of entries
+        self.open_if_long(symbol, node, DECLARATION_LINES)  # a generated 1,000-variant enum
 
     # ---- text ------------------------------------------------------------------------------
 
