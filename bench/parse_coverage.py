@@ -71,7 +71,7 @@ def measure(root: Path, piece: int, repeat: int = 1) -> dict[str, Any]:
         finally:
             conn.close()
     histogram: Counter[str] = Counter()
-    file_only: Counter[str] = Counter()
+    looks_like: Counter[str] = Counter()
     total = covered = manageable = 0
     file_only: list[tuple[int, str]] = []
     for file_id, path, content in files:
@@ -94,7 +94,7 @@ def measure(root: Path, piece: int, repeat: int = 1) -> dict[str, Any]:
             if not inside[number]:
                 stranded += 1
                 histogram["file only"] += 1
-                file_only[_looks_like(text)] += 1
+                looks_like[_looks_like(text)] += 1
             else:
                 histogram[_bucket(smallest[number])] += 1
         if stranded and size > piece:
@@ -110,7 +110,7 @@ def measure(root: Path, piece: int, repeat: int = 1) -> dict[str, Any]:
         "covered": round(100 * covered / max(total, 1), 1),
         "manageable": round(100 * manageable / max(total, 1), 1),
         "histogram": {k: histogram[k] for k in _labels() if histogram[k]},
-        "file_only": {k: file_only[k] for k in ("comments", "imports", "code")},
+        "file_only": {k: looks_like[k] for k in ("comments", "imports", "code")},
         "largest_file_only": file_only[:8],
     }
 
