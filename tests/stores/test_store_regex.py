@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from contextfuse.backends import BackendSet, RegexSearch
 from contextfuse.errors import InvalidPatternError
+from contextfuse.kb.tiers import tier_store_of
 
 from .conftest import Store
 
@@ -79,3 +81,17 @@ def test_a_pattern_that_backtracks_elsewhere_returns(indexed_shop: Indexed) -> N
     kb = store.open(shop)
     assert isinstance(kb.text, RegexSearch)
     assert kb.text.search_regex(r"(a+)+$") == []
+
+
+def test_a_compacted_file_is_found_by_a_regex(store: Store, shop: Path) -> None:
+    store.index(shop)
+    kb = store.open(shop)
+    tiers = tier_store_of(kb)
+    assert tiers is not None
+    now = time.time()
+    tiers.apply(now)
+    tiers.apply(now + 31 * 86_400.0)  # every file cold: its text stored compressed
+    assert tiers.counts()["cold"] > 0
+    assert isinstance(kb.text, RegexSearch)
+    hits = kb.text.search_regex(r"text\.lower\(\)\.replace")
+    assert [h.uri for h in hits] == [uri(kb, "shop/util.py#slugify")]

@@ -89,11 +89,12 @@ def compile_pattern(pattern: str, *, ignore_case: bool = False) -> CompiledPatte
     return CompiledPattern(pattern, ignore_case, regexp)
 
 
-def matching_lines(pattern: CompiledPattern, text: str, limit: int) -> list[int]:
-    """The 1-based lines of ``text`` on which a match starts, at most ``limit`` of them."""
+def matching_lines(pattern: CompiledPattern, text: str | bytes, limit: int) -> list[int]:
+    """The 1-based lines of ``text`` (or its UTF-8 bytes) on which a match starts, at most
+    ``limit`` of them."""
     if limit <= 0:
         return []
-    data = text.encode("utf-8", "replace")
+    data = text.encode("utf-8", "replace") if isinstance(text, str) else text
     regexp = pattern.regexp
     found: list[int] = []
     position = 0
@@ -117,14 +118,15 @@ def matching_lines(pattern: CompiledPattern, text: str, limit: int) -> list[int]
 
 def rank_matches(
     pattern: CompiledPattern,
-    files: Iterable[tuple[K, str]],
+    files: Iterable[tuple[K, str | bytes]],
     spans_of: Callable[[K], Sequence[NodeSpan]],
     limit: int,
     kinds: Sequence[str] | None = None,
 ) -> list[SearchHit]:
     """Nodes ranked by how many of their own lines match, best first.
 
-    ``files`` yields each file's key and text; ``spans_of(key)`` gives the spans of its nodes
+    ``files`` yields each file's key and text (or UTF-8 bytes: a store reads them without
+    decoding); ``spans_of(key)`` gives the spans of its nodes
     (the file node spanning all of it), read only for files with a match. With ``kinds``, a
     line counts for the innermost node of those kinds around it.
     """
@@ -141,20 +143,31 @@ def rank_matches(
         if not lines:
             continue
         spans = [s for s in spans_of(key) if wanted is None or s.kind in wanted]
-        owners = _innermost(spans, max(lines))
-        for line in lines:
-            uri = owners[line]
+        for uri in _innermost(spans, lines):
             if uri is not None:
                 counts[uri] = counts.get(uri, 0) + 1
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     return [SearchHit(uri, float(count)) for uri, count in ranked]
 
 
-def _innermost(spans: Sequence[NodeSpan], last_line: int) -> list[str | None]:
-    """``owners[line]``: the URI of the smallest span holding ``line`` (None: no span)."""
-    owners: list[str | None] = [None] * (last_line + 1)
-    # Widest first, so that each nested span paints over the one around it.
-    for span in sorted(spans, key=lambda s: s.first - s.last):
-        for line in range(max(span.first, 1), min(span.last, last_line) + 1):
-            owners[line] = span.uri
+def _innermost(spans: Sequence[NodeSpan], lines: Sequence[int]) -> list[str | None]:
+    """For each of ``lines`` (ascending), the URI of the smallest span holding it, or None.
+
+    Node spans nest (a method inside its class inside its file), so one sweep with a stack
+    of the open spans finds them all: the top of the stack is the innermost.
+    """
+    order = sorted(spans, key=lambda s: (s.first, -s.last))
+    stack: list[NodeSpan] = []
+    owners: list[str | None] = []
+    position = 0
+    for line in lines:
+        while position < len(order) and order[position].first <= line:
+            span = order[position]
+            position += 1
+            while stack and stack[-1].last < span.first:
+                stack.pop()
+            stack.append(span)
+        while stack and stack[-1].last < line:
+            stack.pop()
+        owners.append(stack[-1].uri if stack else None)
     return owners

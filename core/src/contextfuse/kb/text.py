@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from contextfuse.backends import SearchHit
-from contextfuse.kb.compressed import stored_text
+from contextfuse.kb.compressed import stored_utf8
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.regex_search import NodeSpan, compile_pattern, rank_matches
 from contextfuse.kb.store import Database
@@ -82,9 +82,10 @@ class SQLiteTextBackend:
                 return [NodeSpan(*row) for row in rows]
 
             files = conn.execute(
-                "SELECT id, content FROM files WHERE id IN (SELECT file_id FROM nodes)"
+                "SELECT id, typeof(content) = 'blob', CAST(content AS BLOB) FROM files"
+                " WHERE id IN (SELECT file_id FROM nodes)"
             )
-            texts = ((file_id, stored_text(content)) for file_id, content in files)
+            texts = ((file_id, stored_utf8(data, bool(cold))) for file_id, cold, data in files)
             return rank_matches(compiled, texts, spans_of, limit, kinds)
 
     def _match(

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from contextfuse.backends import SearchHit
-from contextfuse.kb.compressed import stored_text
+from contextfuse.kb.compressed import stored_utf8
 from contextfuse.kb.regex_search import NodeSpan, compile_pattern, rank_matches
 from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, weighted_query_terms
 from contextfuse.kb.text import MAX_QUERY_TERMS
@@ -187,7 +187,7 @@ class PostgresTextBackend:
             return None  # "regular expression is too complex"
         return [int(row[0]) for row in rows]
 
-    def _texts(self, conn: Any, ids: list[int] | None) -> Iterator[tuple[int, str]]:
+    def _texts(self, conn: Any, ids: list[int] | None) -> Iterator[tuple[int, bytes]]:
         """``(file id, text)`` of these files (None: every file of the project with nodes),
         a few at a time."""
         if ids is None:
@@ -200,11 +200,12 @@ class PostgresTextBackend:
             ]
         for start in range(0, len(ids), _FILES_PER_FETCH):
             rows = conn.execute(
-                "SELECT id, content, cold FROM cf_files WHERE id = ANY(%s) ORDER BY id",
+                "SELECT id, coalesce(cold, convert_to(content, 'UTF8')), cold IS NOT NULL"
+                " FROM cf_files WHERE id = ANY(%s) ORDER BY id",
                 (ids[start : start + _FILES_PER_FETCH],),
             ).fetchall()
-            for file_id, content, cold in rows:
-                yield int(file_id), stored_text(cold) if cold is not None else str(content)
+            for file_id, data, cold in rows:
+                yield int(file_id), stored_utf8(data, bool(cold))
 
     def _match(
         self, terms: Sequence[str], limit: int, kinds: Sequence[str] | None
