@@ -181,3 +181,7 @@ def test_scanning_for_patterns_is_linear_on_hostile_text():
     # Many slashes with nothing between the pattern and its closing boundary.
     assert extract_patterns(" /" + "a/" * 200_000) == []
     assert extract_patterns(" /" + "\\" * 200_000 + "/") != []
+
+
+def test_slashes_between_words_are_not_a_pattern():
+    assert extract_patterns("13 passed / 180 deselected / 2 warnings") == []

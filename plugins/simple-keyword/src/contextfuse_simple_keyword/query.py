@@ -2,8 +2,9 @@
 
 A regular expression in a request is written between slashes, ``/def\\s+dispatch_\\w+/``,
 with ``i`` after the closing slash to ignore case (``/todo|fixme/i``) and ``\\/`` for a slash
-inside it; it stands alone, after a space, a quote, a bracket or a backquote (so paths such
-as ``src/app/main.py`` and words such as ``and/or`` are not patterns). It is searched as a
+inside it; it stands alone, after a space, a quote, a bracket or a backquote, and neither
+starts nor ends with a space (so paths such as ``src/app/main.py``, words such as ``and/or``
+and separators such as ``3 passed / 2 failed /`` are not patterns). It is searched as a
 regular expression over the nodes' text (RE2 syntax, linear in the text whatever the
 pattern), not as words; one that is not valid RE2 is searched as words instead.
 """
@@ -184,6 +185,8 @@ def extract_patterns(text: str, limit: int = _MAX_PATTERNS) -> list[Pattern]:
         if len(found) == limit:
             break
         source = match.group(1).replace("\\/", "/")
+        if source != source.strip():
+            continue  # ``passed / 180 deselected / 2 errors``: slashes between words
         found.append(Pattern(source, match.group(2) == "i", match.start(), match.end()))
     return found
 
