@@ -164,6 +164,21 @@ def test_a_python_module_value_built_by_a_call_is_a_variable() -> None:
     assert kinds("app.py", source) == {"app": "variable"}
 
 
+def test_a_python_value_from_a_lower_case_helper_is_a_line_of_its_module() -> None:
+    source = "import logging\n\nlogger = logging.getLogger(__name__)\n"
+    assert kinds("views.py", source) == {}
+
+
+def test_a_python_value_listed_in_all_and_built_by_a_call_is_a_variable() -> None:
+    source = '__all__ = ["pass_info"]\n\npass_info = click.make_pass_decorator(Info)\n'
+    assert kinds("decorators.py", source) == {"pass_info": "variable"}
+
+
+def test_an_unexported_value_from_a_lower_case_helper_is_not_a_symbol() -> None:
+    assert kinds("log.ts", "const log = createLogger('app');\n") == {}
+    assert kinds("x.go", "package x\n\nvar cache = newCache(10)\n") == {}
+
+
 def test_a_python_lambda_is_a_function() -> None:
     assert kinds("ops.py", "double = lambda x: x * 2\n") == {"double": "function"}
 

@@ -33,8 +33,8 @@ def uncovered(source: str, found: ParsedFile) -> list[str]:
     ]
 
 
-ROUTES = "const app = express();\n\n" + "".join(
-    f"app.get('/item/{i}', (req, res) => {{\n  res.send(load({i}));\n}});\n\n" for i in range(60)
+ROUTES = "const router = express.Router();\n\n" + "".join(
+    f"router.get('/item/{i}', (req, res) => {{\n  res.send(load({i}));\n}});\n\n" for i in range(60)
 )
 
 
@@ -46,9 +46,9 @@ def test_a_large_file_of_calls_has_every_line_in_a_symbol() -> None:
 
 def test_blocks_are_named_by_their_first_statement() -> None:
     found = blocks(parsed("routes.js", ROUTES))
-    assert found[0].name == "app.get"
-    assert found[0].label == "app.get('/item/0', (req, res) => {"
-    assert [b.qualname for b in found[:3]] == ["app.get", "app.get@2", "app.get@3"]
+    assert found[0].name == "router.get"
+    assert found[0].label == "router.get('/item/0', (req, res) => {"
+    assert [b.qualname for b in found[:3]] == ["router.get", "router.get@2", "router.get@3"]
 
 
 def test_a_small_file_has_no_blocks() -> None:
@@ -124,8 +124,8 @@ def test_blocks_are_in_their_container_outline_and_signatures() -> None:
     found = parsed("routes.js", ROUTES)
     file_node = render_file("p", "routes.js", ROUTES.split("\n"), found)[0]
     _, signatures, outline, _ = file_node.texts
-    assert "L3 app.get('/item/0', (req, res) => {" in outline.split("\n")
-    assert "app.get('/item/0', (req, res) => {" in signatures.split("\n")
+    assert "L3 router.get('/item/0', (req, res) => {" in outline.split("\n")
+    assert "router.get('/item/0', (req, res) => {" in signatures.split("\n")
 
 
 def test_a_line_the_container_keeps_is_not_repeated_by_a_block() -> None:

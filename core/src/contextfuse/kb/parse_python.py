@@ -45,7 +45,7 @@ def parse_python(text: str, lines: list[str]) -> ParsedFile | None:
     if doc is not None:
         parsed.head.append(_block(lines, doc.lineno, _end(doc)))
         parsed.summary = _first_line(doc)
-    visitor = _Visitor(parsed, lines)
+    visitor = _Visitor(parsed, lines, _all_names(body))
     statements = visitor.body(body, parent="", in_class=False, owner=parsed.head)
     if doc is not None:  # in the file's signatures already
         statements[0] = _claimed(doc)
@@ -62,10 +62,11 @@ def parse_python(text: str, lines: list[str]) -> ParsedFile | None:
 
 
 class _Visitor:
-    def __init__(self, parsed: ParsedFile, lines: list[str]) -> None:
+    def __init__(self, parsed: ParsedFile, lines: list[str], exported: set[str]) -> None:
         self.parsed = parsed
         self.lines = lines
         self.names = Qualnames()
+        self.exported = exported  # the names ``__all__`` lists
 
     def body(
         self, stmts: list[ast.stmt], parent: str, in_class: bool, owner: list[Segment]
@@ -109,9 +110,11 @@ class _Visitor:
         """``name = value`` as a symbol when it defines something: True when it did.
 
         A lambda is a function (a method in a class). Any other value is a variable when it
-        spans ``_BIG_VALUE_LINES`` lines, or, at module level, when it is built by a call, a
-        lambda or a comprehension (``app = Flask(__name__)``). Dunder names (``__all__``)
-        and one-token constants stay in their container's text.
+        spans ``_BIG_VALUE_LINES`` lines, or, at module level, when it makes an instance (a
+        call of a capitalised name: ``app = Flask(__name__)``) or is listed in ``__all__``
+        and built by a call, a lambda or a comprehension. ``logger =
+        logging.getLogger(__name__)``, dunder names and one-token constants stay in their
+        container's text.
         """
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         value = stmt.value
@@ -127,7 +130,8 @@ class _Visitor:
             label = f"{name} = lambda {_arguments(value.args)}".rstrip()
         else:
             big = last - first + 1 >= _BIG_VALUE_LINES
-            if not big and (in_class or not _built(value)):
+            exported = name in self.exported and _built(value)
+            if not big and (in_class or not (exported or _constructs(value))):
                 return False
             kind = "variable"
             segments = (
@@ -281,6 +285,32 @@ def _parts(lines: list[str], node: ast.stmt | ast.expr) -> list[Statement]:
             _statement(lines, k.value, k.lineno) for k in value.keywords
         ]
     return []
+
+
+def _all_names(body: list[ast.stmt]) -> set[str]:
+    """The names a module's ``__all__ = [...]`` lists."""
+    names: set[str] = set()
+    for stmt in body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and any(_is_all(t) for t in stmt.targets)
+            and isinstance(stmt.value, ast.List | ast.Tuple)
+        ):
+            names.update(
+                e.value
+                for e in stmt.value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            )
+    return names
+
+
+def _constructs(value: ast.expr) -> bool:
+    """A call of a capitalised name (``Flask(__name__)``, ``click.Group()``): an instance."""
+    if not isinstance(value, ast.Call):
+        return False
+    callee = value.func
+    name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+    return str(name).lstrip("_")[:1].isupper()
 
 
 def _built(value: ast.expr) -> bool:

@@ -205,6 +205,11 @@ _HERITAGE = frozenset(
 )
 _NAMES = frozenset({"identifier", "type_identifier", "property_identifier", "field_identifier"})
 _METHODS = frozenset({"method_definition"})  # in a JavaScript object literal
+_CONSTRUCTIONS = frozenset({"new_expression", "object_creation_expression", "struct_expression"})
+_WRAPPED_VALUES = frozenset(
+    {"unary_expression", "parenthesized_expression", "await_expression", "reference_expression"}
+)
+_CALLEE_PARTS = re.compile(r"\.|::")
 _KEYS = frozenset({"property_identifier", "string", "identifier"})
 _PART_DEPTH = 5  # how far below a statement its parts are looked for
 # ``require("x")``, ``import("x")``, and the same wrapped by a compiler
@@ -550,9 +555,10 @@ class _Walk:
         """A value bound to a name: a function, a class, or a variable when it is worth one.
 
         A function or class value is always a symbol. Any other value is one when it spans
-        ``_BIG_VALUE_LINES`` lines, or, outside a class, when it is built at run time (a call,
-        ``new``, a regex, a struct literal) or is a typed export that is not a one-token
-        literal. Imports (``require(...)``) and one-token constants are not symbols.
+        ``_BIG_VALUE_LINES`` lines; outside a class, a shorter one is when it holds functions,
+        when it is exported and built at run time (a call, ``new``, a regex, a struct literal)
+        or typed (not a one-token literal), and when it makes an instance (:meth:`constructs`).
+        Imports (``require(...)``) and one-token constants are not symbols.
         """
         spec = self.spec
         if value.type in spec.function_values:
@@ -588,10 +594,32 @@ class _Walk:
             return True
         if self.in_class:
             return False
-        if typed and exported and value.type not in self.spec.literals:
-            return True
         spec = self.spec
-        return _contains(value, spec.built | spec.function_values | spec.class_values | _METHODS)
+        if _contains(value, spec.function_values | spec.class_values | _METHODS):
+            return True  # a value holding functions defines behaviour
+        if exported:
+            return (typed and value.type not in spec.literals) or _contains(value, spec.built)
+        return self.constructs(value)
+
+    def constructs(self, value: Any) -> bool:
+        """Whether a one-line value makes an instance: ``new X()``, ``express.Router()``,
+        ``Lazy::new(...)``, ``&Server{}``: a callee or type whose name is capitalised.
+
+        An unexported one-line value is a symbol only then (``const router =
+        express.Router()``); one built by a lower-case helper (``const log = getLogger()``)
+        is an ordinary line of its file.
+        """
+        node = value
+        while node.type in _WRAPPED_VALUES and node.named_children:
+            node = node.named_children[-1]
+        if node.type in _CONSTRUCTIONS:
+            return True
+        named = None
+        if node.type == "call_expression":
+            named = node.child_by_field_name("function")
+        elif node.type == "composite_literal":
+            named = node.child_by_field_name("type")
+        return named is not None and _capitalised(self.text(named))
 
     def value_segments(self, first: int, last: int) -> list[Segment]:
         if last - first + 1 <= _SHORT_VALUE_LINES:
@@ -877,6 +905,17 @@ def _contains(node: Any, types: frozenset[str]) -> bool:
             return True
         stack.extend(current.named_children)
     return False
+
+
+def _capitalised(callee: str) -> bool:
+    """``a.b.Router`` and ``Lazy::new`` name a type; ``logging.getLogger`` does not."""
+    parts = [p for p in _CALLEE_PARTS.split(_GENERIC.sub("", callee)) if p]
+    if not parts:
+        return False
+    name = parts[-1]
+    if "::" in callee and len(parts) > 1 and not name[:1].isupper():
+        name = parts[-2]  # ``Type::new(...)``
+    return name.lstrip("$_")[:1].isupper()
 
 
 def _is_import(text: str) -> bool:
