@@ -165,3 +165,15 @@ def test_a_long_comment_is_never_a_block() -> None:
     doc = "/*\nPackage mux routes requests.\n" + "More about it.\n" * (PIECE_LINES + 10) + "*/\n"
     source = "// Copyright\n\n" + doc + "package mux\n"
     assert blocks(parsed("doc.go", source)) == []
+
+
+def test_conditional_imports_and_dunder_assignments_are_not_blocks() -> None:
+    header = (
+        "if False:  # for type annotations\n    from typing import Dict\n    import os\n\n"
+        "try:\n    import ujson as json\nexcept ImportError:\n    import json\n\n"
+        '__all__ = [\n    "a",\n    "b",\n]\n\n'
+    )
+    calls = "".join(f"register(handler_{i}, priority={i})\n" for i in range(PIECE_LINES))
+    found = blocks(parsed("plugins.py", header + calls))
+    assert found
+    assert min(b.line_start for b in found) > header.count("\n")

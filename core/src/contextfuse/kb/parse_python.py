@@ -97,7 +97,7 @@ class _Visitor:
                 and _keep_assignment(stmt, in_class)
             ):
                 owner.append(_block(self.lines, stmt.lineno, _end(stmt)))
-            if len(self.parsed.symbols) > before:
+            if len(self.parsed.symbols) > before or _header_only(stmt):
                 statements.append(_claimed(stmt))
             else:
                 statements.append(_statement(self.lines, stmt))
@@ -285,6 +285,20 @@ def _parts(lines: list[str], node: ast.stmt | ast.expr) -> list[Statement]:
             _statement(lines, k.value, k.lineno) for k in value.keywords
         ]
     return []
+
+
+def _header_only(stmt: ast.stmt) -> bool:
+    """Imports (``if TYPE_CHECKING:``, ``try: import x``) and dunder assignments
+    (``__all__``, ``__version__``): module metadata the file's signatures show, not code."""
+    if isinstance(stmt, ast.Import | ast.ImportFrom | ast.Pass):
+        return True
+    if isinstance(stmt, ast.Assign | ast.AnnAssign):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return all(isinstance(t, ast.Name) and t.id.startswith("__") for t in targets)
+    if isinstance(stmt, ast.If | ast.Try):
+        inner = [s for body in _sub_bodies(stmt) for s in body]
+        return bool(inner) and all(_header_only(s) for s in inner)
+    return False
 
 
 def _all_names(body: list[ast.stmt]) -> set[str]:
