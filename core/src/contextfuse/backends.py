@@ -45,13 +45,13 @@ __all__ = [
 
 BACKEND_KINDS = ("nodes", "text", "vector", "graph", "temporal", "plans", "fragments")
 
-#: Node kinds that are symbols of code, in every language the index parses (a Python class,
-#: a Go struct, a Rust trait or impl block, a Java record, a value bound to a name, a block of
-#: top-level statements of a large file...): what an agent reads or edits.
+#: Node kinds that are declarations of code, in every language the index parses (a Python
+#: class, a Go struct, a Rust trait, impl block or macro, a Java record...): what an agent reads
+#: or edits. Values bound to names (``variable``) and blocks of a large file's top-level
+#: statements (``block``) are code too, but not declarations.
 SYMBOL_KINDS = frozenset(
     {
         "annotation",
-        "block",
         "class",
         "enum",
         "function",
@@ -66,7 +66,6 @@ SYMBOL_KINDS = frozenset(
         "trait",
         "type",
         "union",
-        "variable",
     }
 )
 
