@@ -42,9 +42,9 @@ def contextfuse_fragment_deduplicator(config: dict[str, Any]) -> Any:
 
 @hookimpl(trylast=True)
 def contextfuse_detail_depth_resolver(config: dict[str, Any]) -> Any:
-    from contextfuse.components.fusion import MaxDepthResolver
+    from contextfuse.components.fusion import FusionConfig, PolicyDepthResolver
 
-    return MaxDepthResolver()
+    return PolicyDepthResolver(FusionConfig(**config).packing)
 
 
 @hookimpl(trylast=True)
@@ -56,12 +56,13 @@ def contextfuse_fragment_scorer(config: dict[str, Any]) -> Any:
 
 @hookimpl(trylast=True)
 def contextfuse_budget_packer(config: dict[str, Any]) -> Any:
-    from contextfuse.components.fusion import FusionConfig, GreedyKnapsackPacker
+    from contextfuse.components.fusion import FusionConfig, PolicyPacker
 
     fusion = FusionConfig(**config)
-    return GreedyKnapsackPacker(
+    return PolicyPacker(
         depth_fallback_steps=fusion.depth_fallback_steps,
         min_fragment_tokens=fusion.min_fragment_tokens,
+        policy=fusion.packing,
     )
 
 

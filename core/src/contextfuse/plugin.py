@@ -5,9 +5,11 @@ from contextfuse.plugin import ContextStrategy, StrategyCapabilities, hookimpl
 ```
 
 * the hook marker ``hookimpl`` (the hooks are listed in ``docs/hooks.md``);
-* strategies: the ``ContextStrategy`` protocol, ``StrategyCapabilities``,
-  ``NodeScoringStrategy`` (score knowledge-base nodes, let selection pick renderings that fit)
-  and its ``SelectionPolicy``;
+* strategies: the ``RankingStrategy`` protocol and its candidates (``Ranked``),
+  ``NodeScoringStrategy`` (score knowledge-base nodes; the pipeline renders, resolves depths
+  and packs), the toolkit of signals (reciprocal rank fusion, the prior of tests and prose),
+  the specification's ``ContextStrategy`` (fragments within a budget),
+  ``StrategyCapabilities`` and the ``PackingPolicy`` every ranking is packed by;
 * the ten component protocols, the records that flow between them and the slot table, and the
   optional ``KeyedScorer`` / ``KeyedPacker`` extensions (a scorer and packer sharing sorted
   ``PackKey`` packing keys, the fusion engine's fast path);
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 __all__ = [
     "SLOTS",
+    "SYMBOL_KINDS",
     "Allocation",
     "AssembledContext",
     "BackendProvider",
@@ -38,7 +41,9 @@ __all__ = [
     "ContextFragment",
     "ContextRequest",
     "ContextStrategy",
+    "Decision",
     "DepthResolution",
+    "DetailDepth",
     "DetailDepthResolver",
     "Edge",
     "ExecutionReport",
@@ -57,13 +62,17 @@ __all__ = [
     "NodeStore",
     "PackKey",
     "PackResult",
+    "PackingPolicy",
+    "Plan",
     "PlanContext",
     "PlanStore",
     "PreambleGenerator",
+    "Ranked",
+    "RankingStrategy",
     "Rendering",
+    "RequestIntent",
     "ScoredFragment",
     "SearchHit",
-    "SelectionPolicy",
     "SkeletonCompressor",
     "Slot",
     "StrategyCapabilities",
@@ -73,14 +82,36 @@ __all__ = [
     "TextBackend",
     "Tokenizer",
     "VectorBackend",
+    "decision_tier",
+    "default_tokenizer",
     "hookimpl",
+    "is_test_path",
+    "node_prior",
+    "ranking_of",
+    "reciprocal_rank_fusion",
+    "weigh_by_prior",
 ]
 
 _EXPORTS: dict[str, str] = {
     "hookimpl": "contextfuse.hookspecs",
     "ContextStrategy": "contextfuse.strategy",
-    "NodeScoringStrategy": "contextfuse.selection",
-    "SelectionPolicy": "contextfuse.selection",
+    "NodeScoringStrategy": "contextfuse.node_scoring",
+    "ranking_of": "contextfuse.node_scoring",
+    "Ranked": "contextfuse.ranked",
+    "RankingStrategy": "contextfuse.strategy",
+    "PackingPolicy": "contextfuse.components.fusion.policy",
+    "default_tokenizer": "contextfuse.tokenizer",
+    "decision_tier": "contextfuse.kb.plans",
+    **dict.fromkeys(
+        (
+            "RequestIntent",
+            "is_test_path",
+            "node_prior",
+            "reciprocal_rank_fusion",
+            "weigh_by_prior",
+        ),
+        "contextfuse.signals",
+    ),
     "SLOTS": "contextfuse.slots",
     "Slot": "contextfuse.slots",
     "Tokenizer": "contextfuse.tokenizer",
@@ -92,7 +123,10 @@ _EXPORTS: dict[str, str] = {
             "ContextBudget",
             "ContextFragment",
             "ContextRequest",
+            "Decision",
+            "DetailDepth",
             "FragmentProvenance",
+            "Plan",
             "PlanContext",
         ),
         "contextfuse.models",
@@ -108,6 +142,7 @@ _EXPORTS: dict[str, str] = {
             "NodeStore",
             "PlanStore",
             "Rendering",
+            "SYMBOL_KINDS",
             "SearchHit",
             "TemporalBackend",
             "TextBackend",
@@ -178,6 +213,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from contextfuse.backends import (
+        SYMBOL_KINDS,
         BackendSet,
         Commit,
         Edge,
@@ -192,6 +228,7 @@ if TYPE_CHECKING:
         TextBackend,
         VectorBackend,
     )
+    from contextfuse.components.fusion.policy import PackingPolicy
     from contextfuse.components.protocols import (
         Allocation,
         AssembledContext,
@@ -217,16 +254,28 @@ if TYPE_CHECKING:
     )
     from contextfuse.hookspecs import hookimpl
     from contextfuse.kb import IndexSession
+    from contextfuse.kb.plans import decision_tier
     from contextfuse.models import (
         ContextBudget,
         ContextFragment,
         ContextRequest,
+        Decision,
+        DetailDepth,
         FragmentProvenance,
+        Plan,
         PlanContext,
         StrategyCapabilities,
     )
-    from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
+    from contextfuse.node_scoring import NodeScoringStrategy, ranking_of
+    from contextfuse.ranked import Ranked
+    from contextfuse.signals import (
+        RequestIntent,
+        is_test_path,
+        node_prior,
+        reciprocal_rank_fusion,
+        weigh_by_prior,
+    )
     from contextfuse.slots import SLOTS, Slot
     from contextfuse.stores import BackendProvider
-    from contextfuse.strategy import ContextStrategy
-    from contextfuse.tokenizer import Tokenizer
+    from contextfuse.strategy import ContextStrategy, RankingStrategy
+    from contextfuse.tokenizer import Tokenizer, default_tokenizer

@@ -23,7 +23,7 @@ from contextfuse.config import DEFAULT_ENABLED, FALLBACK_CHAIN, ContextfuseConfi
 from contextfuse.errors import ConfigError, MissingStrategyError, StrategyRegistrationError
 from contextfuse.models import ContextRequest
 from contextfuse.plugins import ContextfusePluginManager
-from contextfuse.strategy import ContextStrategy, as_strategy
+from contextfuse.strategy import AnyStrategy, as_strategy
 from contextfuse.validation import validate_strategy
 
 __all__ = ["RegistryEntry", "StrategyRegistry"]
@@ -34,7 +34,7 @@ class RegistryEntry:
     """A strategy the registry knows, where it came from and whether it is enabled."""
 
     name: str
-    strategy: ContextStrategy
+    strategy: AnyStrategy
     source: str  # plugin name, or "custom: module:Class"
     enabled: bool
     reason: str = ""  # why it is disabled, when it is
@@ -70,7 +70,7 @@ class StrategyRegistry:
         self.config = config
         self.provides = provides
         self._notices: dict[str, None] = {}
-        found: dict[str, tuple[ContextStrategy, str]] = {
+        found: dict[str, tuple[AnyStrategy, str]] = {
             s.strategy.name: (s.strategy, s.plugin) for s in plugin_manager.strategy_sources()
         }
         for name, target in config.custom.items():
@@ -104,7 +104,7 @@ class StrategyRegistry:
         """Record a notice (a repeated one is kept once)."""
         self._notices.setdefault(message, None)
 
-    def _store_lacks(self, strategy: ContextStrategy) -> frozenset[str]:
+    def _store_lacks(self, strategy: AnyStrategy) -> frozenset[str]:
         if self.provides is None:
             return frozenset()
         return strategy.capabilities.required_backends - self.provides
@@ -133,12 +133,12 @@ class StrategyRegistry:
             f"install {TEXT_STRATEGY_DISTRIBUTION}: pip install {TEXT_STRATEGY_DISTRIBUTION}"
         )
 
-    def register(self, name: str, strategy: ContextStrategy, source: str = "code") -> None:
+    def register(self, name: str, strategy: AnyStrategy, source: str = "code") -> None:
         """Add (or replace) ``strategy`` under ``name``, enabled; it is validated here."""
         validate_strategy(strategy)
         self._entries[name] = RegistryEntry(name, strategy, source, True)
 
-    def _resolve_enabled(self, found: dict[str, tuple[ContextStrategy, str]]) -> set[str]:
+    def _resolve_enabled(self, found: dict[str, tuple[AnyStrategy, str]]) -> set[str]:
         if self.config.enabled is None:
             missing = [n for n in DEFAULT_ENABLED if n not in found]
             self.missing_defaults = tuple(missing)
@@ -164,7 +164,7 @@ class StrategyRegistry:
         """Every known strategy, by name."""
         return list(self._entries.values())
 
-    def get(self, name: str) -> ContextStrategy:
+    def get(self, name: str) -> AnyStrategy:
         """The strategy called ``name``; raise naming the known ones."""
         from contextfuse.errors import UnknownStrategyError
 
@@ -193,7 +193,7 @@ class StrategyRegistry:
         backends: BackendSet,
         names: Sequence[str] | None = None,
         request: ContextRequest | None = None,
-    ) -> list[ContextStrategy]:
+    ) -> list[AnyStrategy]:
         """The strategies to run on ``backends``: the named ones, else the enabled ones.
 
         With no configured enabled list (the defaults), only the best enabled strategy these
@@ -243,7 +243,7 @@ class StrategyRegistry:
         )
 
     @staticmethod
-    def _best_of_chain(strategies: Sequence[ContextStrategy]) -> ContextStrategy | None:
+    def _best_of_chain(strategies: Sequence[AnyStrategy]) -> AnyStrategy | None:
         """The first of ``strategies`` in fallback-chain order, or None when none is in it."""
         by_name = {s.name: s for s in strategies}
         for name in FALLBACK_CHAIN:
@@ -296,7 +296,7 @@ def _type_mismatch(entry: RegistryEntry, requested: Sequence[str]) -> str:
     )
 
 
-def _load_custom(name: str, target: str) -> ContextStrategy:
+def _load_custom(name: str, target: str) -> AnyStrategy:
     """Import and instantiate ``module:Class`` for custom strategy ``name``, validated."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:

@@ -93,7 +93,7 @@ SLOTS: tuple[Slot, ...] = (
         "fusion",
         "DetailDepthResolver",
         "resolve",
-        f"{_FUSION}:MaxDepthResolver",
+        f"{_FUSION}:PolicyDepthResolver",
     ),
     Slot(
         "fragment_scorer",
@@ -109,7 +109,7 @@ SLOTS: tuple[Slot, ...] = (
         "fusion",
         "BudgetPacker",
         "pack",
-        f"{_FUSION}:GreedyKnapsackPacker",
+        f"{_FUSION}:PolicyPacker",
     ),
     Slot(
         "fragment_orderer",

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse import BackendSet, ContextRequest
 from contextfuse.kb import index, open_backends
 from contextfuse.plugins import make_plugin_manager
-from contextfuse.testing import assert_strategy_conforms
+from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_semantic_embedding import SemanticEmbeddingStrategy, SemanticIndexContributor
 
 FILES = {
@@ -64,9 +64,7 @@ def backends(repo, stats) -> Iterator[BackendSet]:
 
 
 def assemble(backends, query):
-    return SemanticEmbeddingStrategy().assemble(
-        ContextRequest(query=query), backends, ContextBudget.of(2000), PlanContext()
-    )
+    return list(assemble_with(SemanticEmbeddingStrategy(), backends, query).fragments)
 
 
 def test_the_strategy_conforms_to_the_protocol():

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse import BackendSet, ContextRequest
 from contextfuse.kb import index, open_backends
 from contextfuse.plugins import make_plugin_manager
-from contextfuse.testing import assert_strategy_conforms
+from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_simple_keyword import SimpleKeywordStrategy
 from contextfuse_simple_keyword.query import extract_mentions
 
@@ -62,9 +62,7 @@ def backends(tmp_path_factory) -> Iterator[BackendSet]:
 
 
 def run(backends: BackendSet, query: str, tokens: int = 2000):
-    return SimpleKeywordStrategy().assemble(
-        ContextRequest(query=query), backends, ContextBudget.of(tokens), PlanContext()
-    )
+    return list(assemble_with(SimpleKeywordStrategy(), backends, query, tokens).fragments)
 
 
 def test_the_strategy_conforms_to_the_protocol():
@@ -119,28 +117,3 @@ def test_a_files_header_comes_with_its_first_full_source_symbol(backends):
     assert header.detail_depth == 9
     assert header.content == '"""The shopping cart."""'
     assert header.provenance.location == "L1-L1"
-
-
-def test_code_concentrates_in_the_file_with_the_most_evidence(backends):
-    from contextfuse.selection import SelectionPolicy, select_fragments
-    from contextfuse.tokenizer import default_tokenizer
-
-    cart = backends.nodes.files()[0].uri.rsplit("/", 2)[0] + "/shop/cart.py"
-    pricing = cart.replace("cart.py", "pricing.py")
-    add_item = f"{cart}#ShoppingCart.add_item"
-    scores = {
-        add_item: 0.9,
-        f"{cart}#ShoppingCart.total": 0.8,
-        f"{cart}#ShoppingCart.__init__": 0.7,
-        f"{pricing}#round_price": 1.0,
-    }
-    tokens = backends.nodes.get_renderings([add_item], [9])[add_item][9].token_count
-    room = tokens + default_tokenizer().count('"""The shopping cart."""') + 1
-
-    def full_source(weight):
-        policy = SelectionPolicy(map_share=0.0, max_code_share=1.0, file_evidence_weight=weight)
-        chosen = select_fragments(scores, backends, room, strategy="t", policy=policy)
-        return {f.uko_node for f in chosen if f.detail_depth == 9}
-
-    assert add_item in full_source(0.5) and f"{pricing}#round_price" not in full_source(0.5)
-    assert f"{pricing}#round_price" in full_source(0.0) and add_item not in full_source(0.0)

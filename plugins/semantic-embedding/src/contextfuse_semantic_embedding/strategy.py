@@ -6,12 +6,12 @@ import os
 import threading
 from typing import Any
 
-from contextfuse import (
+from contextfuse.plugin import (
     BackendSet,
     ContextRequest,
+    NodeScoringStrategy,
     StrategyCapabilities,
 )
-from contextfuse.selection import NodeScoringStrategy
 from contextfuse_semantic_embedding.embedders import Embedder, load_embedder
 
 __all__ = ["SemanticEmbeddingStrategy", "SemanticIndexContributor", "shared_embedder"]
@@ -111,5 +111,5 @@ class SemanticEmbeddingStrategy(NodeScoringStrategy):
     def explain(self) -> str:
         return (
             f"Cosine similarity between the request and every node's embedding "
-            f"({self.embedder.name}); the nearest code at full source, then a map of files."
+            f"({self.embedder.name})."
         )

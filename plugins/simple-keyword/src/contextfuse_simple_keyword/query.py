@@ -6,7 +6,7 @@ import re
 
 import attrs
 
-from contextfuse.backends import NodeStore
+from contextfuse.plugin import NodeStore
 
 __all__ = [
     "PATH_WEIGHT",

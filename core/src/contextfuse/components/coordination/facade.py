@@ -47,7 +47,7 @@ from contextfuse.models import (
     ContextStrategyResult,
     PlanContext,
 )
-from contextfuse.strategy import ContextStrategy, V1StrategyAdapter, as_strategy
+from contextfuse.strategy import AnyStrategy, RankingStrategy, V1StrategyAdapter, as_strategy
 
 __all__ = ["StrategyCoordinator"]
 
@@ -60,7 +60,7 @@ _V1_BY_OBJECT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary(
 _V1_LOCK = threading.Lock()
 
 
-def _adapt(obj: Any) -> ContextStrategy:
+def _adapt(obj: Any) -> AnyStrategy:
     """``as_strategy(obj)``, remembering per object whether it is a v1 strategy."""
     try:
         with _V1_LOCK:
@@ -220,7 +220,7 @@ class _PolledStrategy:
 
     __slots__ = ("capabilities", "errors", "name", "strategy")
 
-    def __init__(self, strategy: ContextStrategy, name: str, capabilities: Any) -> None:
+    def __init__(self, strategy: AnyStrategy, name: str, capabilities: Any) -> None:
         self.strategy = strategy
         self.name = name
         self.capabilities = capabilities
@@ -251,13 +251,15 @@ class _PolledStrategy:
         budget: ContextBudget,
         plan_context: PlanContext,
     ) -> list[ContextFragment]:
+        if isinstance(self.strategy, RankingStrategy):
+            raise TypeError(f"strategy {self.name!r} ranks: the executor calls its rank()")
         return self.strategy.assemble(request, backends, budget, plan_context)
 
     def explain(self) -> str:
         return self.strategy.explain()
 
 
-def _poll_guards(pool: Sequence[ContextStrategy], errors: list[str]) -> list[_PolledStrategy]:
+def _poll_guards(pool: Sequence[AnyStrategy], errors: list[str]) -> list[_PolledStrategy]:
     """Each strategy behind a guard; one whose name or capabilities fail, or whose name
     repeats an earlier one's, is reported in ``errors`` and left out."""
     guards: list[_PolledStrategy] = []
