@@ -3,9 +3,12 @@
 Every project is real code nobody here wrote, at a pinned version, fetched only from a package
 registry with its ordinary client: PyPI sdists with pip, npm tarballs with ``npm pack``, Go and
 Rust sources from Debian's ``golang-*-dev`` / ``librust-*-dev`` packages with
-``apt-get download`` and ``dpkg-deb -x``. Each lands in ``<cache>/<name>-<version>/`` (the
-``repo`` field of a question); a folder already there is kept, so running again fetches only
-what is missing.
+``apt-get download`` and ``dpkg-deb -x``. Java comes from packages that ship its sources: an npm
+tarball (cordova-android's framework) and Debian's ``bsh-src``, whose source tarball sits inside
+the package. TypeScript packages keep only ``src/``: their tarballs also carry the compiled
+JavaScript, which is build output and not part of the project's repository. Each lands in
+``<cache>/<name>-<version>/`` (the ``repo`` field of a question); a folder already there is kept,
+so running again fetches only what is missing.
 
     python bench/questions_fetch.py [--cache ~/.cache/contextfuse-questions]
 
@@ -33,6 +36,7 @@ class Project(NamedTuple):
     kind: str  # "pypi", "npm" or "deb"
     spec: str  # pip requirement, npm spec or apt package=version
     source: str  # the project's root inside the unpacked download
+    inner: str = ""  # a tarball inside the download that holds the source, when there is one
 
 
 PROJECTS = (
@@ -57,6 +61,28 @@ PROJECTS = (
         "deb",
         "librust-semver-dev=1.0.14-1",
         "usr/share/cargo/registry/semver-1.0.14",
+    ),
+    Project("zod-4.1.12", "npm", "zod@4.1.12", "package/src"),
+    Project("immer-10.1.1", "npm", "immer@10.1.1", "package/src"),
+    Project("cordova-android-12.0.1", "npm", "cordova-android@12.0.1", "package/framework"),
+    Project(
+        "beanshell-2.0b4",
+        "deb",
+        "bsh-src=2.0b4-20",
+        ".",
+        inner="usr/src/bsh-src/bsh.tar.gz",
+    ),
+    Project(
+        "gin-1.8.1",
+        "deb",
+        "golang-github-gin-gonic-gin-dev=1.8.1-1",
+        "usr/share/gocode/src/github.com/gin-gonic/gin",
+    ),
+    Project(
+        "url-2.3.1",
+        "deb",
+        "librust-url-dev=2.3.1-1",
+        "usr/share/cargo/registry/url-2.3.1",
     ),
 )
 
@@ -99,6 +125,11 @@ def _unpack(project: Project, work: Path) -> Path:
         _run(["dpkg-deb", "-x", str(_only(download, "*.deb")), str(tree)], work)
     else:
         raise ValueError(f"{project.folder}: unknown kind {project.kind!r}")
+    if project.inner:
+        archive_path, tree = tree / project.inner, work / "inner"
+        tree.mkdir()
+        with tarfile.open(archive_path) as archive:
+            archive.extractall(tree, filter="data")
     root = tree / project.source
     if not root.is_dir():
         raise RuntimeError(f"{project.folder}: {project.source} is not in the download")
@@ -128,7 +159,7 @@ def main() -> None:
         target, fetched = fetch(project, args.cache)
         files = sum(1 for p in target.rglob("*") if p.is_file())
         state = "fetched" if fetched else "cached"
-        print(f"{state:8} {project.folder:18} {project.kind:5} {project.spec:42} {files} files")
+        print(f"{state:8} {project.folder:24} {project.kind:5} {project.spec:42} {files} files")
 
 
 if __name__ == "__main__":
