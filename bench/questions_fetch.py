@@ -18,7 +18,7 @@ Debian's packages need ``apt-get update`` once on a fresh machine; the script do
 from __future__ import annotations
 
 import argparse
-import shutil
+import os
 import subprocess
 import sys
 import tarfile
@@ -147,7 +147,15 @@ def fetch(project: Project, cache: Path) -> tuple[Path, bool]:
         # Symlinks (Debian links shared licences) would point outside the cache; keep files.
         for link in [p for p in root.rglob("*") if p.is_symlink()]:
             link.unlink()
-        shutil.move(str(root), str(target))  # same file system: an atomic rename
+        try:
+            # Same file system: an atomic rename, which fails when another process running
+            # this script at the same time got there first (moving into its folder would
+            # nest a second copy of the project inside it).
+            os.rename(root, target)
+        except OSError:
+            if not target.is_dir():
+                raise
+            return target, False
     return target, True
 
 
