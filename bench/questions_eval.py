@@ -55,6 +55,7 @@ from typing import Any, NamedTuple
 
 import bm25s
 import numpy as np
+from questions_fetch import PROJECTS, nested_copy
 
 from contextfuse.assembler import ContextAssembler
 from contextfuse.kb import index
@@ -449,9 +450,16 @@ def main() -> None:
     missing = [repo for repo in by_repo if not (args.cache / repo).is_dir()]
     if missing:
         raise SystemExit(f"not in {args.cache}: {', '.join(missing)} (run questions_fetch.py)")
-    problems = gold_problems(questions, args.cache)
+    projects_by_folder = {p.folder: p for p in PROJECTS}
+    nested = [
+        f"{copy} is a second copy of its project: delete it"
+        for repo in by_repo
+        if repo in projects_by_folder
+        and (copy := nested_copy(projects_by_folder[repo], args.cache / repo)) is not None
+    ]
+    problems = nested + gold_problems(questions, args.cache)
     if problems:
-        raise SystemExit("wrong gold entries:\n" + "\n".join(problems))
+        raise SystemExit("the questions do not match the fetched projects:\n" + "\n".join(problems))
     counts = Counter(q.language for q in questions)
     print(
         f"{len(questions)} questions, {sum(len(q.gold) for q in questions)} gold definitions "

@@ -136,10 +136,24 @@ def _unpack(project: Project, work: Path) -> Path:
     return root
 
 
+def nested_copy(project: Project, target: Path) -> Path | None:
+    """A second copy of the project inside its folder, as an older version of this script left
+    when two fetches ran at once: a subfolder named like the download's root holding the same
+    entries as the folder itself."""
+    inner = target / Path(project.source).name
+    if project.source == "." or not inner.is_dir():
+        return None
+    outer = {p.name for p in target.iterdir()} - {inner.name}
+    return inner if outer == {p.name for p in inner.iterdir()} else None
+
+
 def fetch(project: Project, cache: Path) -> tuple[Path, bool]:
     """Materialize ``project`` under ``cache``; (its folder, True when fetched now)."""
     target = cache / project.folder
     if target.is_dir():
+        nested = nested_copy(project, target)
+        if nested is not None:
+            raise RuntimeError(f"{nested} is a second copy of {target}: delete it")
         return target, False
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as tmp:
@@ -164,7 +178,10 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="cache dir")
     args = parser.parse_args()
     for project in PROJECTS:
-        target, fetched = fetch(project, args.cache)
+        try:
+            target, fetched = fetch(project, args.cache)
+        except RuntimeError as exc:
+            raise SystemExit(str(exc)) from None
         files = sum(1 for p in target.rglob("*") if p.is_file())
         state = "fetched" if fetched else "cached"
         print(f"{state:8} {project.folder:24} {project.kind:5} {project.spec:42} {files} files")
