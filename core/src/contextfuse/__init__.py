@@ -44,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     "RecencyStrategy": "contextfuse.ranking",
     "TieredStrategy": "contextfuse.ranking",
     "hookimpl": "contextfuse.hookspecs",
-    "make_plugin_manager": "contextfuse.plugins",
+    "make_plugin_manager": "contextfuse.plugin_manager",
     "Tokenizer": "contextfuse.tokenizer",
     "TiktokenTokenizer": "contextfuse.tokenizer",
     "default_tokenizer": "contextfuse.tokenizer",
@@ -199,7 +199,7 @@ if TYPE_CHECKING:
         StrategyCapabilities,
     )
     from contextfuse.pipeline import ACMSPipeline, PipelineConfig
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.ranking import RecencyStrategy, RelevanceStrategy, TieredStrategy
     from contextfuse.strategy import ContextStrategy, as_strategy
     from contextfuse.tokenizer import TiktokenTokenizer, Tokenizer, default_tokenizer

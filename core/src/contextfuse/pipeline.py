@@ -32,7 +32,7 @@ from contextfuse.models import (
     ContextRequest,
     PlanContext,
 )
-from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
+from contextfuse.plugin_manager import ContextfusePluginManager, make_plugin_manager
 from contextfuse.registry import StrategyRegistry
 from contextfuse.slots import SLOTS
 from contextfuse.strategy import ContextStrategy, RenamedStrategy, as_strategy

@@ -22,7 +22,7 @@ from contextfuse.backends import BackendSet
 from contextfuse.config import DEFAULT_ENABLED, FALLBACK_CHAIN, ContextfuseConfig
 from contextfuse.errors import ConfigError, MissingStrategyError, StrategyRegistrationError
 from contextfuse.models import ContextRequest
-from contextfuse.plugins import ContextfusePluginManager
+from contextfuse.plugin_manager import ContextfusePluginManager
 from contextfuse.strategy import ContextStrategy, as_strategy
 from contextfuse.validation import validate_strategy
 

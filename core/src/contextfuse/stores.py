@@ -124,7 +124,7 @@ def open_store(
 ) -> BackendSet:
     """Open ``root``'s store through the provider that ``store`` names."""
     if pm is None:
-        from contextfuse.plugins import make_plugin_manager
+        from contextfuse.plugin_manager import make_plugin_manager
 
         # The built-in store needs no plugin loading; another one is found among the plugins.
         builtin = store is None or store == DEFAULT_STORE

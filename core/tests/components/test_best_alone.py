@@ -9,7 +9,7 @@ from contextfuse import ACMSPipeline, ContextBudget, ContextFragment, StrategyCa
 from contextfuse.components.best_alone import keep_best
 from contextfuse.components.protocols import ScoredFragment
 from contextfuse.models import FragmentProvenance
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 
 
 def _fragment(

@@ -110,7 +110,7 @@ def _index_into(
 ) -> IndexStats:
     """Index through the backend provider that ``store`` names (``--store``)."""
     from contextfuse.kb.api import resolve_root
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.stores import choose_provider, store_config
 
     pm = make_plugin_manager(on_error="warn")
@@ -137,7 +137,7 @@ def _apply_tiers(
 
     from contextfuse.errors import ConfigError
     from contextfuse.kb.tiers import TierPolicy, tier_store_of
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.stores import choose_provider, store_config
 
     pm = make_plugin_manager(autoload=None if store else False, on_error="warn")

@@ -88,7 +88,7 @@ def _one_line_validation(exc: ValueError) -> str:
 
 
 def _plugin_commands() -> dict[str, click.Command]:
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
 
     commands: dict[str, click.Command] = {}
     pm = make_plugin_manager(on_error="warn")

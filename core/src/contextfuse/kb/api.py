@@ -104,7 +104,7 @@ def index(
 def _contributors(pm: Any) -> list[Any]:
     if pm is None:
         try:
-            from contextfuse.plugins import make_plugin_manager
+            from contextfuse.plugin_manager import make_plugin_manager
         except ImportError:  # the plugin system is optional for the knowledge base
             return []
         pm = make_plugin_manager(on_error="warn")
