@@ -342,13 +342,10 @@ class ACMSPipeline:
         return max(0, min(share, self.config.preamble_max_tokens))
 
     def _notify(self, request: ContextRequest, payload: ContextPayload) -> None:
-        # One call per observer, so that one failing observer does not silence the others.
-        observers = self.plugin_manager.each_implementation("contextfuse_assembly_finished")
-        for plugin_name, caller in observers:
-            try:
-                caller(request=request, payload=payload)
-            except Exception:
-                log.exception("observer %s failed in contextfuse_assembly_finished", plugin_name)
+        # One call; a failing observer is logged and does not silence the others.
+        self.plugin_manager.notify(
+            "contextfuse_assembly_finished", request=request, payload=payload
+        )
 
 
 def _fusion_config(section: Mapping[str, Any]) -> Any:

@@ -83,17 +83,16 @@ def _index_dir(root: Path, config: Mapping[str, Any]) -> Path | None:
 def backend_providers(pm: Any) -> dict[str, Any]:
     """Every provider the plugins contribute, by name (the first of a name wins)."""
     found: dict[str, Any] = {}
-    for plugin_name, caller in pm.each_implementation("contextfuse_backend_providers"):
-        for results in caller():
-            for provider in results or ():
-                if provider.name in found:
-                    log.warning(
-                        "backend provider %r of plugin %s ignored: the name is taken",
-                        provider.name,
-                        plugin_name,
-                    )
-                    continue
-                found[provider.name] = provider
+    for given in pm.collect("contextfuse_backend_providers"):
+        provider = given.item
+        if provider.name in found:
+            log.warning(
+                "backend provider %r of plugin %s ignored: the name is taken",
+                provider.name,
+                given.plugin,
+            )
+            continue
+        found[provider.name] = provider
     return found
 
 

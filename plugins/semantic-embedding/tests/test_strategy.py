@@ -98,5 +98,5 @@ def test_unchanged_nodes_are_not_embedded_again(repo, stats):
 def test_the_plugin_contributes_the_strategy_and_the_contributor():
     pm = make_plugin_manager()
     assert "semantic-embedding" in {s.strategy.name for s in pm.strategy_sources()}
-    contributed = [c for r in pm.hook.contextfuse_index_contributors() for c in r]
+    contributed = [c.item for c in pm.collect("contextfuse_index_contributors")]
     assert any(c.name == "semantic-embedding" for c in contributed)

@@ -108,10 +108,9 @@ def _contributors(pm: Any) -> list[Any]:
         except ImportError:  # the plugin system is optional for the knowledge base
             return []
         pm = make_plugin_manager(on_error="warn")
-    found: list[Any] = []
-    for result in pm.hook.contextfuse_index_contributors():
-        found.extend(result or ())
-    return found
+    from contextfuse.hookcalls import collect
+
+    return [given.item for given in collect(pm, "contextfuse_index_contributors")]
 
 
 def open_backends(

@@ -104,7 +104,7 @@ def _contributors(pm: Any) -> list[Any]:
         from contextfuse.plugin_manager import make_plugin_manager
 
         pm = make_plugin_manager(on_error="warn")
-    return [c for result in pm.hook.contextfuse_index_contributors() for c in result or ()]
+    return [given.item for given in pm.collect("contextfuse_index_contributors")]
 
 
 class PostgresStoreProvider:
