@@ -9,6 +9,7 @@ import pytest
 
 from contextfuse import hookspecs
 from contextfuse.components.protocols import COMPONENT_NAMES
+from contextfuse.slots import SLOTS
 
 HOOKS = [n for n in hookspecs.__all__ if n.startswith("contextfuse_")]
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "hooks.md"
@@ -72,3 +73,14 @@ def test_each_hook_has_a_section_with_its_signature_in_the_hook_reference(name):
     signature = str(inspect.signature(getattr(hookspecs, name))).replace("'", "")
     assert f"## {name}\n" in text
     assert f"`{name}{signature}`" in text
+
+
+@pytest.mark.parametrize("entry", SLOTS, ids=lambda s: s.name)
+def test_each_component_hook_is_described_from_its_slot(entry):
+    doc = docstring(entry.hook)
+    assert f"Provide the {entry.protocol}: {entry.summary}." in doc
+    assert f"the core default ({entry.default_name}) is last" in doc
+    assert f"``[{entry.section}]``" in doc
+    assert inspect.signature(getattr(hookspecs, entry.hook)).return_annotation == (
+        f"{entry.protocol} | None"
+    )

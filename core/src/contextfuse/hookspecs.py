@@ -30,21 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from contextfuse.slots import SLOTS
+from contextfuse.slots import SLOTS, Slot
 
 if TYPE_CHECKING:
-    from contextfuse.components.protocols import (
-        BudgetAllocator,
-        BudgetPacker,
-        DetailDepthResolver,
-        FragmentDeduplicator,
-        FragmentOrderer,
-        FragmentScorer,
-        PreambleGenerator,
-        SkeletonCompressor,
-        StrategyExecutor,
-        StrategySelector,
-    )
     from contextfuse.models import ContextPayload, ContextRequest
     from contextfuse.strategy import ContextStrategy
     from contextfuse.tokenizer import Tokenizer
@@ -61,156 +49,49 @@ __all__ = [
     "PROJECT_NAME",
     "contextfuse_assembly_finished",
     "contextfuse_backend_providers",
-    "contextfuse_budget_allocator",
-    "contextfuse_budget_packer",
     "contextfuse_cli_commands",
-    "contextfuse_detail_depth_resolver",
-    "contextfuse_fragment_deduplicator",
-    "contextfuse_fragment_orderer",
-    "contextfuse_fragment_scorer",
     "contextfuse_index_contributors",
     "contextfuse_model_providers",
-    "contextfuse_preamble_generator",
-    "contextfuse_skeleton_compressor",
     "contextfuse_strategies",
-    "contextfuse_strategy_executor",
-    "contextfuse_strategy_selector",
     "contextfuse_tokenizers",
     "hookimpl",
     "hookspec",
+    *(s.hook for s in SLOTS),  # the component hooks, generated below
 ]
 
 #: What a collecting hook's ``register`` argument is: call it once per item contributed.
 Register = Callable[[Any], None]
 
 
-# ---- Phase 1: strategy orchestration ------------------------------------------------------
+# ---- component hooks: one per slot of the slot table -------------------------------------
 
 
-@hookspec(firstresult=True)
-def contextfuse_strategy_selector(config: dict[str, Any]) -> StrategySelector | None:
-    """Provide the StrategySelector: which strategies run for a request, with what confidence.
+def _component_doc(entry: Slot) -> str:
+    return f"""Provide the {entry.protocol}: {entry.summary}.
 
-    Called once when an ``ACMSPipeline`` is built without a ``strategy_selector`` argument.
-    Returns an object implementing ``StrategySelector``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ConfidenceWeightedSelector) is last.
+    Called once when an ``ACMSPipeline`` is built without a ``{entry.name}`` argument.
+    Returns an object implementing ``{entry.protocol}``, or ``None`` to defer.
+    Stops at the first non-None result; the core default ({entry.default_name}) is last.
 
-    :param config: the ``[coordinator]`` settings of the active configuration.
+    :param config: the ``[{entry.section}]`` settings of the active configuration.
     """
 
 
-@hookspec(firstresult=True)
-def contextfuse_budget_allocator(config: dict[str, Any]) -> BudgetAllocator | None:
-    """Provide the BudgetAllocator: how the available tokens are shared among strategies.
+def _component_hookspec(entry: Slot) -> Callable[[dict[str, Any]], Any]:
+    def specification(config: dict[str, Any]) -> Any:
+        """Generated from the slot table."""
 
-    Called once when an ``ACMSPipeline`` is built without a ``budget_allocator`` argument.
-    Returns an object implementing ``BudgetAllocator``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ProportionalBudgetAllocator) is last.
-
-    :param config: the ``[coordinator]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_strategy_executor(config: dict[str, Any]) -> StrategyExecutor | None:
-    """Provide the StrategyExecutor: runs the selected strategies within their allocations.
-
-    Called once when an ``ACMSPipeline`` is built without a ``strategy_executor`` argument.
-    Returns an object implementing ``StrategyExecutor``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ParallelStrategyExecutor) is last.
-
-    :param config: the ``[coordinator]`` settings of the active configuration.
-    """
+    specification.__name__ = specification.__qualname__ = entry.hook
+    specification.__doc__ = _component_doc(entry)
+    specification.__annotations__ = {
+        "config": "dict[str, Any]",
+        "return": f"{entry.protocol} | None",
+    }
+    return hookspec(firstresult=True)(specification)
 
 
-# ---- Phase 2: fragment fusion -------------------------------------------------------------
-
-
-@hookspec(firstresult=True)
-def contextfuse_fragment_deduplicator(config: dict[str, Any]) -> FragmentDeduplicator | None:
-    """Provide the FragmentDeduplicator: removes repeated content.
-
-    Called once when an ``ACMSPipeline`` is built without a ``fragment_deduplicator``.
-    Returns an object implementing ``FragmentDeduplicator``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ContentHashDedup) is last.
-
-    :param config: the ``[fusion]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_detail_depth_resolver(config: dict[str, Any]) -> DetailDepthResolver | None:
-    """Provide the DetailDepthResolver: one rendering per node, alternatives kept aside.
-
-    Called once when an ``ACMSPipeline`` is built without a ``detail_depth_resolver``.
-    Returns an object implementing ``DetailDepthResolver``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (MaxDepthResolver) is last.
-
-    :param config: the ``[fusion]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_fragment_scorer(config: dict[str, Any]) -> FragmentScorer | None:
-    """Provide the FragmentScorer: the composite score that orders packing.
-
-    Called once when an ``ACMSPipeline`` is built without a ``fragment_scorer`` argument.
-    Returns an object implementing ``FragmentScorer``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (WeightedCompositeScorer) is last.
-
-    :param config: the ``[fusion]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_budget_packer(config: dict[str, Any]) -> BudgetPacker | None:
-    """Provide the BudgetPacker: fills the budget, with depth fallback.
-
-    Called once when an ``ACMSPipeline`` is built without a ``budget_packer`` argument.
-    Returns an object implementing ``BudgetPacker``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (GreedyKnapsackPacker) is last.
-
-    :param config: the ``[fusion]`` settings of the active configuration.
-    """
-
-
-# ---- Phase 3: context finalization --------------------------------------------------------
-
-
-@hookspec(firstresult=True)
-def contextfuse_fragment_orderer(config: dict[str, Any]) -> FragmentOrderer | None:
-    """Provide the FragmentOrderer: the reading order of the packed fragments.
-
-    Called once when an ``ACMSPipeline`` is built without a ``fragment_orderer`` argument.
-    Returns an object implementing ``FragmentOrderer``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ConfigurableOrderer) is last.
-
-    :param config: the ``[finalize]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_preamble_generator(config: dict[str, Any]) -> PreambleGenerator | None:
-    """Provide the PreambleGenerator: the structure summary before the fragments.
-
-    Called once when an ``ACMSPipeline`` is built without a ``preamble_generator`` argument.
-    Returns an object implementing ``PreambleGenerator``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (StructurePreambleGenerator) is last.
-
-    :param config: the ``[finalize]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_skeleton_compressor(config: dict[str, Any]) -> SkeletonCompressor | None:
-    """Provide the SkeletonCompressor: focus nodes deep, the rest as a skeleton.
-
-    Called once when an ``ACMSPipeline`` is built without a ``skeleton_compressor`` argument.
-    Returns an object implementing ``SkeletonCompressor``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (DepthSkeletonCompressor) is last.
-
-    :param config: the ``[finalize]`` settings of the active configuration.
-    """
+for _entry in SLOTS:
+    globals()[_entry.hook] = _component_hookspec(_entry)
 
 
 # ---- collecting hooks ---------------------------------------------------------------------

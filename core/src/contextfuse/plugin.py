@@ -14,134 +14,15 @@ from contextfuse.plugin import ContextStrategy, StrategyCapabilities, hookimpl
 * the knowledge-base protocols a strategy queries, ``BackendProvider`` for a store, and
   ``IndexContributor`` for work done while an index is built.
 
-Users call ``contextfuse``; ``contextfuse.plugin`` is for extending it. Names are imported on
-first use, so importing this module is cheap.
+Users call ``contextfuse``; ``contextfuse.plugin`` is for extending it. The names are declared
+once, in the ``TYPE_CHECKING`` block at the end (``contextfuse.lazy_exports``): every public
+name of ``contextfuse.backends`` and ``contextfuse.components.protocols``, and the names listed.
+They are imported on first use, so importing this module is cheap.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-__all__ = [
-    "SLOTS",
-    "Allocation",
-    "AssembledContext",
-    "BackendProvider",
-    "BackendSet",
-    "BudgetAllocator",
-    "BudgetPacker",
-    "Candidate",
-    "CircuitAware",
-    "Commit",
-    "ContextBudget",
-    "ContextFragment",
-    "ContextRequest",
-    "ContextStrategy",
-    "DepthResolution",
-    "DetailDepthResolver",
-    "Edge",
-    "ExecutionReport",
-    "FragmentBackend",
-    "FragmentDeduplicator",
-    "FragmentOrderer",
-    "FragmentProvenance",
-    "FragmentScorer",
-    "GraphBackend",
-    "IndexContributor",
-    "IndexSession",
-    "KeyedPacker",
-    "KeyedScorer",
-    "Node",
-    "NodeScoringStrategy",
-    "NodeStore",
-    "PackKey",
-    "PackResult",
-    "PlanContext",
-    "PlanStore",
-    "PreambleGenerator",
-    "Rendering",
-    "ScoredFragment",
-    "SearchHit",
-    "SelectionPolicy",
-    "SkeletonCompressor",
-    "Slot",
-    "StrategyCapabilities",
-    "StrategyExecutor",
-    "StrategySelector",
-    "TemporalBackend",
-    "TextBackend",
-    "Tokenizer",
-    "VectorBackend",
-    "hookimpl",
-]
-
-_EXPORTS: dict[str, str] = {
-    "hookimpl": "contextfuse.hookspecs",
-    "ContextStrategy": "contextfuse.strategy",
-    "NodeScoringStrategy": "contextfuse.selection",
-    "SelectionPolicy": "contextfuse.selection",
-    "SLOTS": "contextfuse.slots",
-    "Slot": "contextfuse.slots",
-    "Tokenizer": "contextfuse.tokenizer",
-    "BackendProvider": "contextfuse.stores",
-    "IndexSession": "contextfuse.kb",
-    **dict.fromkeys(
-        (
-            "StrategyCapabilities",
-            "ContextBudget",
-            "ContextFragment",
-            "ContextRequest",
-            "FragmentProvenance",
-            "PlanContext",
-        ),
-        "contextfuse.models",
-    ),
-    **dict.fromkeys(
-        (
-            "BackendSet",
-            "Commit",
-            "Edge",
-            "FragmentBackend",
-            "GraphBackend",
-            "Node",
-            "NodeStore",
-            "PlanStore",
-            "Rendering",
-            "SearchHit",
-            "TemporalBackend",
-            "TextBackend",
-            "VectorBackend",
-        ),
-        "contextfuse.backends",
-    ),
-    **dict.fromkeys(
-        (
-            "Allocation",
-            "AssembledContext",
-            "BudgetAllocator",
-            "BudgetPacker",
-            "Candidate",
-            "CircuitAware",
-            "DepthResolution",
-            "DetailDepthResolver",
-            "ExecutionReport",
-            "FragmentDeduplicator",
-            "FragmentOrderer",
-            "FragmentScorer",
-            "KeyedPacker",
-            "KeyedScorer",
-            "PackKey",
-            "PackResult",
-            "PreambleGenerator",
-            "ScoredFragment",
-            "SkeletonCompressor",
-            "StrategyExecutor",
-            "StrategySelector",
-        ),
-        "contextfuse.components.protocols",
-    ),
-}
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -163,70 +44,25 @@ class IndexContributor(Protocol):
         ...
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'contextfuse.plugin' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
-
-
 if TYPE_CHECKING:
-    from contextfuse.backends import (
-        BackendSet,
-        Commit,
-        Edge,
-        FragmentBackend,
-        GraphBackend,
-        Node,
-        NodeStore,
-        PlanStore,
-        Rendering,
-        SearchHit,
-        TemporalBackend,
-        TextBackend,
-        VectorBackend,
-    )
-    from contextfuse.components.protocols import (
-        Allocation,
-        AssembledContext,
-        BudgetAllocator,
-        BudgetPacker,
-        Candidate,
-        CircuitAware,
-        DepthResolution,
-        DetailDepthResolver,
-        ExecutionReport,
-        FragmentDeduplicator,
-        FragmentOrderer,
-        FragmentScorer,
-        KeyedPacker,
-        KeyedScorer,
-        PackKey,
-        PackResult,
-        PreambleGenerator,
-        ScoredFragment,
-        SkeletonCompressor,
-        StrategyExecutor,
-        StrategySelector,
-    )
-    from contextfuse.hookspecs import hookimpl
-    from contextfuse.kb import IndexSession
-    from contextfuse.models import (
-        ContextBudget,
-        ContextFragment,
-        ContextRequest,
-        FragmentProvenance,
-        PlanContext,
-        StrategyCapabilities,
-    )
-    from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
-    from contextfuse.slots import SLOTS, Slot
-    from contextfuse.stores import BackendProvider
-    from contextfuse.strategy import ContextStrategy
-    from contextfuse.tokenizer import Tokenizer
+    from contextfuse.backends import *  # noqa: F403
+    from contextfuse.components.protocols import *  # noqa: F403
+    from contextfuse.hookspecs import hookimpl as hookimpl
+    from contextfuse.kb import IndexSession as IndexSession
+    from contextfuse.models import ContextBudget as ContextBudget
+    from contextfuse.models import ContextFragment as ContextFragment
+    from contextfuse.models import ContextRequest as ContextRequest
+    from contextfuse.models import FragmentProvenance as FragmentProvenance
+    from contextfuse.models import PlanContext as PlanContext
+    from contextfuse.models import StrategyCapabilities as StrategyCapabilities
+    from contextfuse.selection import NodeScoringStrategy as NodeScoringStrategy
+    from contextfuse.selection import SelectionPolicy as SelectionPolicy
+    from contextfuse.slots import SLOTS as SLOTS
+    from contextfuse.slots import Slot as Slot
+    from contextfuse.stores import BackendProvider as BackendProvider
+    from contextfuse.strategy import ContextStrategy as ContextStrategy
+    from contextfuse.tokenizer import Tokenizer as Tokenizer
+else:
+    from contextfuse.lazy_exports import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, extra=("IndexContributor",))

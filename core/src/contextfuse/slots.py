@@ -1,8 +1,10 @@
 """The ten component slots of the pipeline: the one table everything else derives from.
 
-The pipeline builds its components from it, the hookspec checks and ``contextfuse plugins``
-read it, and ``docs/hooks.md`` is generated from it (``python -m contextfuse.hookdoc``). It
-imports nothing heavy, so the command line can read it at start-up.
+The pipeline builds its components from it, the ten component hookspecs and their docstrings
+are generated from it, the core's default implementations (``contextfuse.defaults``) are built
+from it, ``contextfuse plugins`` reads it, and ``docs/hooks.md`` is generated from it
+(``python -m contextfuse.hookdoc``). It imports nothing heavy, so the command line can read it
+at start-up.
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ class Slot:
     :param section: the configuration section handed to the component's hook as ``config``.
     :param protocol: the protocol's name in ``contextfuse.components.protocols``.
     :param method: the protocol method the pipeline calls.
-    :param default: the core default, as ``module:Class``.
+    :param default: the core default, as ``module:Class``: the only place that names it.
+    :param summary: what the component does, in a few words (its hook's docstring says it).
+    :param default_arguments: how the default is built from the configuration section,
+        validated by the section's model (``contextfuse.config.SECTIONS``): ``"section"``
+        passes the whole model, ``"param=field"`` (or ``"field"``) one field by keyword; none:
+        the class takes no argument.
     """
 
     name: str
@@ -37,6 +44,8 @@ class Slot:
     protocol: str
     method: str
     default: str
+    summary: str
+    default_arguments: tuple[str, ...] = ()
 
     @property
     def hook(self) -> str:
@@ -62,6 +71,8 @@ SLOTS: tuple[Slot, ...] = (
         "StrategySelector",
         "select",
         f"{_COORD}:ConfidenceWeightedSelector",
+        "which strategies run for a request, with what confidence",
+        ("section",),
     ),
     Slot(
         "budget_allocator",
@@ -70,6 +81,8 @@ SLOTS: tuple[Slot, ...] = (
         "BudgetAllocator",
         "allocate",
         f"{_COORD}:ProportionalBudgetAllocator",
+        "how the available tokens are shared among strategies",
+        ("section",),
     ),
     Slot(
         "strategy_executor",
@@ -78,6 +91,8 @@ SLOTS: tuple[Slot, ...] = (
         "StrategyExecutor",
         "execute",
         f"{_COORD}:ParallelStrategyExecutor",
+        "runs the selected strategies within their allocations",
+        ("section",),
     ),
     Slot(
         "fragment_deduplicator",
@@ -86,6 +101,7 @@ SLOTS: tuple[Slot, ...] = (
         "FragmentDeduplicator",
         "deduplicate",
         f"{_FUSION}:ContentHashDedup",
+        "removes repeated content",
     ),
     Slot(
         "detail_depth_resolver",
@@ -94,6 +110,7 @@ SLOTS: tuple[Slot, ...] = (
         "DetailDepthResolver",
         "resolve",
         f"{_FUSION}:MaxDepthResolver",
+        "one rendering per node, alternatives kept aside",
     ),
     Slot(
         "fragment_scorer",
@@ -102,6 +119,8 @@ SLOTS: tuple[Slot, ...] = (
         "FragmentScorer",
         "score",
         f"{_FUSION}:WeightedCompositeScorer",
+        "the composite score that orders packing",
+        ("weights=scorer_weights",),
     ),
     Slot(
         "budget_packer",
@@ -110,6 +129,8 @@ SLOTS: tuple[Slot, ...] = (
         "BudgetPacker",
         "pack",
         f"{_FUSION}:GreedyKnapsackPacker",
+        "fills the budget, with depth fallback",
+        ("depth_fallback_steps", "min_fragment_tokens"),
     ),
     Slot(
         "fragment_orderer",
@@ -118,6 +139,8 @@ SLOTS: tuple[Slot, ...] = (
         "FragmentOrderer",
         "order",
         f"{_FINAL}:ConfigurableOrderer",
+        "the reading order of the packed fragments",
+        ("mode=order",),
     ),
     Slot(
         "preamble_generator",
@@ -126,6 +149,7 @@ SLOTS: tuple[Slot, ...] = (
         "PreambleGenerator",
         "generate",
         f"{_FINAL}:StructurePreambleGenerator",
+        "the structure summary before the fragments",
     ),
     Slot(
         "skeleton_compressor",
@@ -134,6 +158,7 @@ SLOTS: tuple[Slot, ...] = (
         "SkeletonCompressor",
         "compress",
         f"{_FINAL}:DepthSkeletonCompressor",
+        "focus nodes deep, the rest as a skeleton",
     ),
 )
 
