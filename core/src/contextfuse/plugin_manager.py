@@ -107,6 +107,7 @@ class ContextfusePluginManager(pluggy.PluginManager):
         self.loaded: list[LoadedPlugin] = []
         self.failures: list[PluginFailure] = []
         self.component_pins: dict[str, str] = {}
+        self._strategy_owners: dict[str, str] = {}  # strategy name -> plugin, as validated
 
     # ---- registration ---------------------------------------------------------------------
 
@@ -160,8 +161,19 @@ class ContextfusePluginManager(pluggy.PluginManager):
         self.loaded.append(record)
         return record
 
+    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+        """Unregister a plugin (pluggy's ``unregister``); its strategy names are free again."""
+        removed = super().unregister(plugin, name)
+        self._strategy_owners = {
+            strategy: owner
+            for strategy, owner in self._strategy_owners.items()
+            if self.has_plugin(owner)
+        }
+        return removed
+
     def _validate_strategies(self, plugin: object, plugin_name: str) -> None:
-        """Check the strategies ``plugin`` contributes (calling its own implementation)."""
+        """Check the strategies ``plugin`` contributes, calling only its own implementation
+        (so that wrappers of the hook run once per collection, not per registration)."""
         from contextfuse.strategy import as_strategy
         from contextfuse.validation import validate_strategy
 
@@ -169,9 +181,7 @@ class ContextfusePluginManager(pluggy.PluginManager):
         own = [i for i in hook.get_hookimpls() if i.plugin is plugin and not is_wrapper(i)]
         if not own:
             return
-        taken = {
-            s.strategy.name: s.plugin for s in self.strategy_sources() if s.plugin != plugin_name
-        }
+        taken = dict(self._strategy_owners)
         for raw in hookcalls.collect_from(own[0], hook.name):
             strategy = as_strategy(raw)
             validate_strategy(strategy)
@@ -181,6 +191,7 @@ class ContextfusePluginManager(pluggy.PluginManager):
                     f"{taken[strategy.name]!r}"
                 )
             taken[strategy.name] = plugin_name
+        self._strategy_owners = taken
 
     def load_entry_points(
         self,
@@ -249,13 +260,23 @@ class ContextfusePluginManager(pluggy.PluginManager):
     # ---- strategies -------------------------------------------------------------------------
 
     def strategy_sources(self) -> list[StrategySource]:
-        """Every strategy contributed through ``contextfuse_strategies``, with its plugin."""
+        """Every strategy contributed through ``contextfuse_strategies``, with its plugin.
+
+        :raises StrategyRegistrationError: two plugins contribute strategies of one name.
+        """
         from contextfuse.strategy import as_strategy
 
-        return [
-            StrategySource(as_strategy(c.item), c.plugin)
-            for c in self.collect("contextfuse_strategies")
-        ]
+        found: dict[str, StrategySource] = {}
+        for given in self.collect("contextfuse_strategies"):
+            source = StrategySource(as_strategy(given.item), given.plugin)
+            name = source.strategy.name
+            if name in found:
+                raise StrategyRegistrationError(
+                    f"strategy name {name!r} is provided by plugins {found[name].plugin!r} and "
+                    f"{source.plugin!r}"
+                )
+            found[name] = source
+        return list(found.values())
 
     # ---- component slots ------------------------------------------------------------------
 
@@ -363,6 +384,7 @@ def make_plugin_manager(
         from contextfuse import defaults as default_plugin
 
         pm.register(default_plugin, name=DEFAULTS_PLUGIN_NAME)
+        pm._validate_strategies(default_plugin, DEFAULTS_PLUGIN_NAME)
         pm.loaded.append(
             LoadedPlugin(
                 DEFAULTS_PLUGIN_NAME,

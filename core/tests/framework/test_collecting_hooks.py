@@ -77,7 +77,6 @@ def test_a_wrapper_on_a_collecting_hook_runs_once_and_sees_every_plugins_items(p
     pm.register_plugin(wrapper, "wrapper")
     pm.register_plugin(registering(hook_name, new), "new")
     pm.register_plugin(returning(hook_name, old), "old")
-    wrapper.calls, wrapper.seen = 0, []  # registering a strategy plugin validates it
     pm.collect(hook_name)
     assert wrapper.calls == 1
     assert new in wrapper.seen and old in wrapper.seen
@@ -96,7 +95,6 @@ def test_the_registry_collects_strategies_in_one_call_a_wrapper_sees_once(pm):
     pm.register_plugin(wrapper, "wrapper")
     pm.register_plugin(registering("contextfuse_strategies", Item("a")), "a")
     pm.register_plugin(returning("contextfuse_strategies", Item("b")), "b")
-    wrapper.calls = 0
     sources = {s.strategy.name: s.plugin for s in pm.strategy_sources()}
     assert wrapper.calls == 1
     assert (
@@ -215,3 +213,20 @@ def test_a_plain_pluggy_manager_collects_both_forms_without_knowing_the_plugins(
     plain.register(registering("contextfuse_tokenizers", new))
     plain.register(returning("contextfuse_tokenizers", old))
     assert {c.item for c in collect(plain, "contextfuse_tokenizers")} == {new, old}
+
+
+def test_a_strategy_name_given_twice_by_plugins_registered_without_validation_is_an_error(pm):
+    from contextfuse.errors import StrategyRegistrationError
+
+    pm.register(registering("contextfuse_strategies", Item("twice")), "one")
+    pm.register(returning("contextfuse_strategies", Item("twice")), "two")
+    with pytest.raises(StrategyRegistrationError, match="'twice' is provided by plugins"):
+        pm.strategy_sources()
+
+
+def test_an_unregistered_plugins_strategy_names_are_free_again(pm):
+    first = registering("contextfuse_strategies", Item("mine"))
+    pm.register_plugin(first, "first")
+    pm.unregister(first)
+    pm.register_plugin(returning("contextfuse_strategies", Item("mine")), "second")
+    assert {s.strategy.name: s.plugin for s in pm.strategy_sources()}["mine"] == "second"
