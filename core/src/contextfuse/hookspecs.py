@@ -42,20 +42,28 @@ PROJECT_NAME = "contextfuse"
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
-__all__ = [
-    "COLLECTING_HOOKS",
-    "COMPONENT_HOOKS",
-    "OBSERVER_HOOKS",
-    "PROJECT_NAME",
-    "contextfuse_assembly_finished",
+#: Hooks called once with a ``register`` callback, every item attributed to its plugin.
+COLLECTING_HOOKS: tuple[str, ...] = (
     "contextfuse_backend_providers",
     "contextfuse_cli_commands",
     "contextfuse_index_contributors",
     "contextfuse_model_providers",
     "contextfuse_strategies",
     "contextfuse_tokenizers",
+)
+
+#: Hooks that notify every implementation, each isolated from the others' failures.
+OBSERVER_HOOKS: tuple[str, ...] = ("contextfuse_assembly_finished",)
+
+__all__ = [
+    "COLLECTING_HOOKS",
+    "COMPONENT_HOOKS",
+    "OBSERVER_HOOKS",
+    "PROJECT_NAME",
     "hookimpl",
     "hookspec",
+    *COLLECTING_HOOKS,
+    *OBSERVER_HOOKS,
     *(s.hook for s in SLOTS),  # the component hooks, generated below
 ]
 
@@ -209,19 +217,6 @@ def contextfuse_assembly_finished(request: ContextRequest, payload: ContextPaylo
     from being called and does not affect the payload.
     """
 
-
-#: Hooks called once with a ``register`` callback, every item attributed to its plugin.
-COLLECTING_HOOKS: tuple[str, ...] = (
-    "contextfuse_backend_providers",
-    "contextfuse_cli_commands",
-    "contextfuse_index_contributors",
-    "contextfuse_model_providers",
-    "contextfuse_strategies",
-    "contextfuse_tokenizers",
-)
-
-#: Hooks that notify every implementation, each isolated from the others' failures.
-OBSERVER_HOOKS: tuple[str, ...] = ("contextfuse_assembly_finished",)
 
 #: Component slot name -> hook name (from ``contextfuse.slots.SLOTS``).
 COMPONENT_HOOKS: dict[str, str] = {s.name: s.hook for s in SLOTS}
