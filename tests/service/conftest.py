@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.server.app import build_asgi
 from contextfuse.server.run import bind, prepare
 from contextfuse.server.settings import ServerSettings

@@ -19,7 +19,7 @@ from contextfuse.config import ContextfuseConfig, load_config
 from contextfuse.errors import ConfigError, KnowledgeBaseError
 from contextfuse.models import ContextBudget, ContextPayload, ContextRequest, PlanContext
 from contextfuse.pipeline import ACMSPipeline
-from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
+from contextfuse.plugin_manager import ContextfusePluginManager, make_plugin_manager
 from contextfuse.registry import StrategyRegistry
 from contextfuse.stores import choose_provider, store_config
 from contextfuse.tokenizer import resolve_tokenizer

@@ -14,7 +14,7 @@ from contextfuse import hookimpl
 from contextfuse.compaction import CompactRequest, collect_providers, compact
 from contextfuse.errors import ConfigError
 from contextfuse.flow import ModelCall, ModelReply
-from contextfuse.plugins import ContextfusePluginManager
+from contextfuse.plugin_manager import ContextfusePluginManager
 
 
 class Echo:

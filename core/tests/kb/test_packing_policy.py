@@ -15,7 +15,7 @@ from contextfuse.hookspecs import hookimpl
 from contextfuse.models import ContextBudget, ContextFragment, StrategyCapabilities
 from contextfuse.node_scoring import NodeScoringStrategy
 from contextfuse.pipeline import ACMSPipeline
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 
 
 def _many_functions(count: int) -> str:

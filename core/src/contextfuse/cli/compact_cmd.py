@@ -62,7 +62,7 @@ def compact(
     from contextfuse.compaction import CompactRequest, PolicyError, collect_providers
     from contextfuse.compaction import compact as run_compaction
     from contextfuse.errors import ContextfuseError
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
 
     try:
         data = json.loads(sys.stdin.read())

@@ -26,7 +26,7 @@ def mcp(projects: tuple[str, ...]) -> None:
     from contextfuse.compaction import collect_providers
     from contextfuse.errors import ContextfuseError
     from contextfuse.mcp_server import build_mcp_server
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.server.projects import ProjectPool
     from contextfuse.server.settings import load_server_settings
 

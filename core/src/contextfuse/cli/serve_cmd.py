@@ -77,7 +77,7 @@ def serve(
     """
     require_serve_extra()
     from contextfuse.errors import ContextfuseError
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.server.run import serve as run_server
     from contextfuse.server.settings import load_server_settings
 
