@@ -89,8 +89,9 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
             )
         return project
 
+    # On the event loop, not a worker thread: it answers while every thread is busy.
     @app.get("/healthz", summary="Liveness and the projects served.")
-    def healthz() -> dict[str, Any]:
+    async def healthz() -> dict[str, Any]:
         return {"status": "ok", "projects": list(pool.names())}
 
     @app.get("/v1/strategies", summary="Every strategy, judged against each served index.")
