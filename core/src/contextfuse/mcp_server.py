@@ -115,25 +115,25 @@ def build_mcp_server(pool: ProjectPool, providers: Mapping[str, ModelProvider]) 
         except PolicyError as exc:
             raise ToolError(str(exc)) from exc
 
+    # Named for the project as served (``--project NAME=PATH``), whatever its folder's name.
     for project in pool.projects.values():
-        for node in project.assembler.backends.nodes.files():
+        for path in project.file_paths():
             server.add_resource(
                 FunctionResource.from_function(
-                    _reader(project, node.uri),
-                    uri=node.uri,
-                    name=f"{project.name}/{node.path}",
+                    _reader(project, path),
+                    uri=f"project://{project.name}/{path}",
+                    name=f"{project.name}/{path}",
                     mime_type="text/plain",
                 )
             )
     return server
 
 
-def _reader(project: WarmProject, uri: str) -> Any:
+def _reader(project: WarmProject, path: str) -> Any:
     def read() -> str:
-        renderings = project.assembler.backends.nodes.get_renderings([uri]).get(uri, {})
-        if not renderings:
-            raise ResourceError(f"{uri} is no longer in the index")
-        content: str = renderings[max(renderings)].content
-        return content
+        try:
+            return project.read_file(path)
+        except ContextfuseError as exc:
+            raise ResourceError(str(exc)) from exc
 
     return read

@@ -136,11 +136,3 @@ def test_without_git_a_negated_gitignore_pattern_keeps_its_file(
     indexed = paths(opened(root))
     assert "gen/keep.py" in indexed
     assert "gen/drop.py" not in indexed
-
-
-def test_a_symlink_inside_the_repository_is_indexed(
-    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
-) -> None:
-    (repo / "alias.py").symlink_to(repo / "shop" / "util.py")
-    build(repo)
-    assert "alias.py" in paths(opened(repo))
