@@ -64,7 +64,7 @@ def test_a_path_is_not_a_project_name(service: str) -> None:
         ({"query": "  ", "project": "demo"}, "query", "value_error"),
         ({"query": "q", "project": "demo", "budget": 0}, "budget", "greater_than_equal"),
         (
-            {"query": "q", "project": "demo", "budget": 10, "reserved": 10},
+            {"query": "q", "project": "demo", "budget": 200, "reserved": 200},
             "reserved",
             "value_error",
         ),

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from contextfuse.compaction import CompactRequest, PolicyError, compact
 from contextfuse.errors import ContextfuseError
 from contextfuse.flow.provider import ModelProvider
+from contextfuse.limits import clean_text, empty_payload_hint, request_problem
 from contextfuse.server.projects import ProjectPool, WarmProject
 
 __all__ = ["build_mcp_server"]
@@ -63,16 +64,18 @@ def build_mcp_server(pool: ProjectPool, providers: Mapping[str, ModelProvider]) 
     ) -> str:
         from contextfuse.cli.render import render_markdown
 
-        if not query.strip():
-            raise ToolError("query is empty")
-        if budget < 1 or reserved < 0 or reserved >= budget:
-            raise ToolError(f"need 0 <= reserved ({reserved}) < budget ({budget})")
+        query = clean_text(query)
+        problem = request_problem(query, budget, reserved)
+        if problem is not None:
+            raise ToolError(problem[1])
         try:
             payload = project_of(project).assemble(
                 query, budget, reserved=reserved, strategies=strategies, plan_id=plan_id
             )
         except ContextfuseError as exc:
             raise ToolError(str(exc)) from exc
+        if not payload.fragments:
+            return empty_payload_hint(budget) + "\n"
         return render_markdown(payload)
 
     @server.tool(

@@ -6,12 +6,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from contextfuse.limits import MAX_BUDGET, MAX_QUERY_CHARS, MIN_BUDGET, clean_text
 from contextfuse.server.settings import PROJECT_NAME_PATTERN
 
-__all__ = ["MAX_BUDGET", "MAX_QUERY_CHARS", "AssembleRequest"]
-
-MAX_QUERY_CHARS = 100_000
-MAX_BUDGET = 2_000_000
+__all__ = ["MAX_BUDGET", "MAX_QUERY_CHARS", "MIN_BUDGET", "AssembleRequest"]
 
 StrategyName = Annotated[str, Field(min_length=1, max_length=128)]
 
@@ -25,13 +23,21 @@ class AssembleRequest(BaseModel):
     project: str = Field(
         pattern=PROJECT_NAME_PATTERN, description="A project the server was started with."
     )
-    budget: int = Field(default=8000, ge=1, le=MAX_BUDGET, description="Maximum tokens.")
+    budget: int = Field(
+        default=8000, ge=MIN_BUDGET, le=MAX_BUDGET, description="Maximum tokens, reserve included."
+    )
     reserved: int = Field(default=0, ge=0, description="Tokens of the budget kept free.")
     strategies: list[StrategyName] | None = Field(
         default=None, max_length=32, description="Run these strategies; default: the enabled."
     )
     plan_id: str | None = Field(default=None, min_length=1, max_length=256)
     explain: bool = False
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _no_lone_surrogate(cls, value: object) -> object:
+        # JSON may escape a lone surrogate ("\ud800"); it becomes U+FFFD, as on the CLI.
+        return clean_text(value) if isinstance(value, str) else value
 
     @field_validator("query")
     @classmethod
