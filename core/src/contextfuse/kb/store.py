@@ -33,8 +33,9 @@ __all__ = [
 
 APPLICATION_ID = 0x43465553  # "CFUS"
 #: Bump on any change to the tables or to what full-text search indexes (``terms``, ``render``):
-#: deletions from the contentless FTS table replay the indexed text.
-SCHEMA_VERSION = 2
+#: deletions from the contentless FTS table replay the indexed text. Version 3: history and
+#: files redacted more thoroughly (an index of version 2 may hold secrets: it is rebuilt).
+SCHEMA_VERSION = 3
 DB_NAME = "index.db"
 #: Tables whose name starts with this belong to the plan store, which has its own schema
 #: version (``kb/plans.py``); a rebuild of the index keeps them.
