@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from contextfuse.compaction import CompactRequest, PolicyError, compact
 from contextfuse.errors import ConfigError, KnowledgeBaseError, UnknownStrategyError
 from contextfuse.flow.provider import ModelProvider
-from contextfuse.server.guards import ASGIApp, BearerTokenGuard, BodySizeLimit
+from contextfuse.server.guards import ASGIApp, BearerTokenGuard, BodySizeLimit, HostGuard
 from contextfuse.server.projects import ProjectPool, WarmProject
 from contextfuse.server.schemas import AssembleRequest
 from contextfuse.server.settings import PROJECT_NAME_PATTERN, ServerSettings
@@ -136,6 +136,8 @@ def build_asgi(
     app: ASGIApp = BodySizeLimit(create_app(pool, providers), settings.max_body_bytes)
     if settings.token:
         app = BearerTokenGuard(app, settings.token)
+    else:  # no token: only loopback names (DNS rebinding), see HostGuard
+        app = HostGuard(app, frozenset(settings.allowed_hosts))
     return app
 
 
