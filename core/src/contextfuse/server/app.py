@@ -20,7 +20,7 @@ from contextfuse.errors import ConfigError, KnowledgeBaseError, UnknownStrategyE
 from contextfuse.flow.provider import ModelProvider
 from contextfuse.server.guards import ASGIApp, BearerTokenGuard, BodySizeLimit, HostGuard
 from contextfuse.server.projects import ProjectPool, WarmProject
-from contextfuse.server.schemas import AssembleRequest
+from contextfuse.server.schemas import ERROR_RESPONSES, AssembleRequest
 from contextfuse.server.settings import PROJECT_NAME_PATTERN, ServerSettings
 
 __all__ = ["build_asgi", "create_app"]
@@ -51,6 +51,7 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
         summary="Context assembly and transcript compaction for LLM agents.",
         version=_version(),
         lifespan=lifespan,
+        responses=ERROR_RESPONSES,  # the error bodies as sent (422: field/rule/message)
     )
 
     @app.exception_handler(RequestValidationError)

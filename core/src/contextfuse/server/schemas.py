@@ -9,7 +9,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from contextfuse.limits import MAX_BUDGET, MAX_QUERY_CHARS, MIN_BUDGET, clean_text
 from contextfuse.server.settings import PROJECT_NAME_PATTERN
 
-__all__ = ["MAX_BUDGET", "MAX_QUERY_CHARS", "MIN_BUDGET", "AssembleRequest"]
+__all__ = [
+    "ERROR_RESPONSES",
+    "MAX_BUDGET",
+    "MAX_QUERY_CHARS",
+    "MIN_BUDGET",
+    "AssembleRequest",
+    "ErrorMessage",
+    "Problem",
+    "ValidationProblems",
+]
 
 StrategyName = Annotated[str, Field(min_length=1, max_length=128)]
 
@@ -53,3 +62,33 @@ class AssembleRequest(BaseModel):
         if budget is not None and value >= budget:
             raise ValueError(f"reserved ({value}) must be less than budget ({budget})")
         return value
+
+
+class Problem(BaseModel):
+    """One thing wrong with a request: the field, the rule it breaks, and why."""
+
+    field: str = Field(description="Dotted path of the field, or 'body'.")
+    rule: str = Field(description="The rule broken, e.g. 'missing', 'served_project'.")
+    message: str
+
+
+class ValidationProblems(BaseModel):
+    """The body of every 422 answer."""
+
+    detail: list[Problem]
+
+
+class ErrorMessage(BaseModel):
+    """The body of the other error answers (401, 403, 413, 503)."""
+
+    detail: str
+
+
+#: The error answers every route may give, published in the OpenAPI schema as they are sent.
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    401: {"model": ErrorMessage, "description": "Missing or wrong bearer token."},
+    403: {"model": ErrorMessage, "description": "A Host name the server does not answer."},
+    413: {"model": ErrorMessage, "description": "The body is larger than the limit."},
+    422: {"model": ValidationProblems, "description": "The request breaks a rule."},
+    503: {"model": ErrorMessage, "description": "The project's index cannot be read now."},
+}
