@@ -265,3 +265,19 @@ def test_configured_host_names_are_answered(repo: Path, serve: Any) -> None:
         response = httpx.get(url + "/healthz", headers={"host": "proxy.internal:80"})
         refused = httpx.get(url + "/healthz", headers={"host": "other.internal"})
     assert (response.status_code, refused.status_code) == (200, 403)
+
+
+def test_an_unknown_plan_id_is_a_422_naming_the_field(service: str) -> None:
+    response = post(service, "/v1/assemble", {"query": "add", "project": "demo", "plan_id": "nope"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "plan_id"
+    assert response.json()["detail"][0]["rule"] == "known_plan"
+
+
+def test_a_lone_surrogate_in_a_transcript_is_a_422_not_a_500(service: str) -> None:
+    body = b'{"messages": [{"role": "user", "content": "hi \\ud800 there"}]}'
+    response = httpx.post(
+        service + "/v1/compact", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert "lone surrogate" in response.text

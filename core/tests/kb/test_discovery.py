@@ -136,3 +136,11 @@ def test_without_git_a_negated_gitignore_pattern_keeps_its_file(
     indexed = paths(opened(root))
     assert "gen/keep.py" in indexed
     assert "gen/drop.py" not in indexed
+
+
+def test_a_contextfuseignore_that_is_not_utf8_still_applies(
+    repo: Path, build: Callable[..., Any], write: Callable[..., Any]
+) -> None:
+    write(repo, {".contextfuseignore": b"docs/\n# caf\xe9 (Latin-1)\n"})
+    stats = build(repo)
+    assert ("docs/guide.rst", "ignored by .contextfuseignore") in stats.skipped_files

@@ -213,7 +213,8 @@ def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
         names = list(_walk_files(base, excluded))
     ignore = root / IGNORE_FILE
     spec = (
-        pathspec.GitIgnoreSpec.from_lines(ignore.read_text("utf-8").splitlines())
+        # Not UTF-8 (a Latin-1 editor): the undecodable bytes match nothing, the rest applies.
+        pathspec.GitIgnoreSpec.from_lines(ignore.read_text("utf-8", "replace").splitlines())
         if ignore.is_file()
         else None
     )

@@ -16,7 +16,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contextfuse.compaction import CompactRequest, PolicyError, compact
-from contextfuse.errors import ConfigError, KnowledgeBaseError, UnknownStrategyError
+from contextfuse.errors import (
+    ConfigError,
+    KnowledgeBaseError,
+    UnknownPlanError,
+    UnknownStrategyError,
+)
 from contextfuse.flow.provider import ModelProvider
 from contextfuse.server.guards import ASGIApp, BearerTokenGuard, BodySizeLimit, HostGuard
 from contextfuse.server.projects import ProjectPool, WarmProject
@@ -116,6 +121,8 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
             )
         except UnknownStrategyError as exc:
             raise _Invalid("strategies", "known_strategy", str(exc)) from exc
+        except UnknownPlanError as exc:
+            raise _Invalid("plan_id", "known_plan", str(exc)) from exc
         except ConfigError as exc:
             raise _Invalid("strategies", "usable_strategy", str(exc)) from exc
         return JSONResponse(payload.model_dump(mode="json"))
