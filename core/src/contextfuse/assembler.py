@@ -16,7 +16,7 @@ from typing import Any
 
 from contextfuse.backends import BackendSet
 from contextfuse.config import ContextfuseConfig, load_config
-from contextfuse.errors import ConfigError, KnowledgeBaseError
+from contextfuse.errors import ConfigError, KnowledgeBaseError, UnknownPlanError
 from contextfuse.models import ContextBudget, ContextPayload, ContextRequest, PlanContext
 from contextfuse.pipeline import ACMSPipeline
 from contextfuse.plugin_manager import ContextfusePluginManager, make_plugin_manager
@@ -169,6 +169,11 @@ class ContextAssembler:
         plan = None
         if request.plan_id and backends.plans is not None:
             plan = backends.plans.get_plan(request.plan_id)
+            if plan is None:  # as ``plan show`` says: a typo must not pass silently
+                raise UnknownPlanError(
+                    f"no plan {request.plan_id!r} in this project; `contextfuse plan list` "
+                    "lists them"
+                )
         payload = self.pipeline.run(
             request,
             backends,

@@ -93,6 +93,10 @@ def serve(
             refresh_interval_s=refresh_interval,
         )
         click.echo(f"indexing {len(settings.projects)} project(s)...", err=True)
+        from contextfuse.cli.lock_notice import announce_lock_wait
+
+        for path in settings.projects.values():  # a wait on another process is said, not hung
+            announce_lock_wait(path / ".contextfuse")
         run_server(
             settings,
             make_plugin_manager(),
