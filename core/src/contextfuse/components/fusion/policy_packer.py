@@ -17,9 +17,9 @@ from the knowledge base) it spends the budget in passes:
 2. **map**: the outline of the best files not shown yet (a file is as good as its best
    candidate), up to ``map_files`` and within the budget;
 3. **code** again with what the map left;
-4. **whole files**: when the fragment cap ends the selection below ``spend_target`` of the
-   budget, the files with the most evidence are shown whole in place of their parts, and
-   code gets what is left.
+4. **whole files**: when the selection ends below ``spend_target`` of the budget (the
+   fragment cap reached, or no candidate left that fits), the files with the most evidence
+   are shown whole in place of their parts, and code gets what is left.
 
 Other fragments (the v1 API, fragment strategies) are packed as ``GreedyKnapsackPacker``
 packs them: greedily in score order, falling back to shallower renderings.
@@ -140,7 +140,7 @@ class _PolicyRun:
         self.fallbacks: dict[str, tuple[int, int]] = {}
         self.notes: dict[str, str] = {}
         self.left_out: dict[str, str] = {}  # node -> why the packer passed it over
-        self.cap = policy.max_fragments
+        self.cap = policy.fragment_cap(available)
         self.capped = False
 
     # ---- the passes -----------------------------------------------------------------------
@@ -155,7 +155,8 @@ class _PolicyRun:
         self._spend_on_code(code_order, code_budget, cap - map_slots if cap else None)
         self._spend_on_map(available)
         self._spend_on_code(code_order, available, cap)
-        if cap and len(self.chosen) >= cap and self.used < available * policy.spend_target:
+        if self.used < available * policy.spend_target:
+            # The cap or the candidates ended it early: whole files in place of their parts.
             self._upgrade_to_whole_files(available)
             self._spend_on_code(code_order, available, cap)
         return self._result()
@@ -326,7 +327,8 @@ class _PolicyRun:
             if self.used >= limit * self.policy.spend_target:
                 return
             item = self.files.get(file_uri)
-            if file_uri not in self.spans or item is None:
+            shown_at_all = file_uri in self.spans or file_uri in self.mapped
+            if not shown_at_all or item is None:
                 continue
             whole = self._rendering(file_uri, _FULL)
             parts = [s for s in self.chosen if _file_of(s.fragment) == file_uri]
@@ -406,10 +408,10 @@ class _PolicyRun:
     def _result(self) -> PackResult:
         kept = {s.uko_node for s in self.chosen}
         omitted = tuple(s for s in self.items if s.uko_node not in kept)
-        if self.capped:
-            stopped_by = "fragment cap"
-        elif self.used >= self.available * self.policy.spend_target:
+        if self.used >= self.available * self.policy.spend_target:
             stopped_by = "budget"
+        elif self.capped:
+            stopped_by = "fragment cap"
         else:
             stopped_by = "candidates"
         return PackResult(
