@@ -311,3 +311,21 @@ def test_a_large_budget_is_spent_by_whole_files_when_the_candidates_run_out(
     fragments = _pack(kb, few, budget)
     assert sum(f.token_count for f in fragments) >= 0.95 * budget
     assert any("#" not in f.uko_node and f.detail_depth == 9 for f in fragments)
+
+
+def test_a_files_header_comes_with_its_first_full_source_symbol(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"cart.py": '"""The shopping cart."""\n\nimport os\n\n\n' + _many_functions(30)},
+    )
+    scores = {"project://sel/cart.py#handler_3": 1.0}
+    (code, header) = _pack(kb, scores, 2000, PackingPolicy(spend_target=0.0))
+    assert code.uko_node.endswith("#handler_3") and code.detail_depth == 9
+    assert header.uko_node == "project://sel/cart.py#<header>" and header.detail_depth == 9
+    assert header.content == '"""The shopping cart."""\n\nimport os'
+    assert header.provenance.location == "L1-L3"

@@ -71,6 +71,15 @@ class PackingPolicy(BaseModel):
         description="The largest share of the budget one file outline may take in the map.",
     )
     map_files: int = Field(default=60, ge=0, description="At most this many files in the map.")
+    map_types_from_best: int = Field(
+        default=10,
+        ge=0,
+        description=(
+            "The map shows files of the resource types (code, documentation, config, text) "
+            "found among this many best candidates, so a code question gets code files, not "
+            "licences and changelogs that share its words (0: every type)."
+        ),
+    )
     max_fragments: int | None = Field(
         default=100,
         ge=1,
@@ -122,6 +131,14 @@ class PackingPolicy(BaseModel):
         description=(
             "When the selection ends below this share of the budget spent, the best files "
             "are shown whole in place of their parts."
+        ),
+    )
+    split_containers: bool = Field(
+        default=False,
+        description=(
+            "A class (or interface, impl block...) some of whose members are candidates "
+            "themselves is resolved to its signatures, its members shown on their own: the "
+            "method that answers, not the whole class."
         ),
     )
     code_kinds: tuple[str, ...] = Field(

@@ -66,17 +66,6 @@ class PolicyPacker(GreedyKnapsackPacker):
         super().__init__(depth_fallback_steps, min_fragment_tokens)
         self.policy = policy if policy is not None else PackingPolicy()
 
-    def pack(
-        self,
-        scored_fragments: Sequence[ScoredFragment],
-        budget: int,
-        detail_level_maps: Mapping[str, Sequence[ContextFragment]],
-    ) -> PackResult:
-        items = list(scored_fragments)
-        keys = [(*pack_order_key(s), i) for i, s in enumerate(items)]
-        keys.sort()
-        return self.pack_keyed(items, keys, budget, detail_level_maps)
-
     def pack_keyed(
         self,
         items: Sequence[ScoredFragment],
@@ -211,7 +200,7 @@ class _PolicyRun:
         note = (
             ""
             if deeper is item.fragment
-            else (f"{_depth_name(deeper.detail_depth)}: the deeper rendering did not fit")
+            else (f"{DetailDepth.describe(deeper.detail_depth)}: the deeper rendering did not fit")
         )
         self._take(item, deeper, note)
 
@@ -274,7 +263,8 @@ class _PolicyRun:
                 choice = self._shallower(node, choice.detail_depth, limit - self.used)
                 if choice is None:
                     continue
-                note = f"{_depth_name(choice.detail_depth)}: the deeper rendering did not fit"
+                depth = DetailDepth.describe(choice.detail_depth)
+                note = f"{depth}: the deeper rendering did not fit"
             self._take(item, choice, note)
             header = self.headers.get(file_uri)
             if (
@@ -304,6 +294,7 @@ class _PolicyRun:
     def _spend_on_map(self, limit: int) -> None:
         policy = self.policy
         max_outline = max(1, int(self.available * policy.max_outline_share))
+        wanted = self._map_types()
         mapped = 0
         for file_uri, _ in sorted(self.file_score.items(), key=lambda kv: (-kv[1], kv[0])):
             if mapped >= policy.map_files or self.used >= limit or self._full(self.cap):
@@ -314,12 +305,27 @@ class _PolicyRun:
             outline = self._rendering(file_uri, _OUTLINE) if item is not None else None
             if item is None or outline is None or outline.token_count > max_outline:
                 continue
+            if wanted is not None and outline.provenance.resource_type not in wanted:
+                self.left_out[file_uri] = "not the kind of file the request is about"
+                continue
             if self.used + outline.token_count > limit:
                 self.left_out[file_uri] = "did not fit"
             else:
                 note = "" if outline is item.fragment else "outline: file map (breadth)"
                 self._take(item, outline, note)
                 mapped += 1
+
+    def _map_types(self) -> set[str] | None:
+        """The resource types the map shows: those of the best candidates (None: any).
+
+        A question about code gets a map of code files, not of licences and changelogs that
+        share its words; one whose best candidates are documentation gets documents too.
+        """
+        best = self.policy.map_types_from_best
+        if not best:
+            return None
+        stored = [c for c in self.candidates if _in_store(c.fragment)][:best]
+        return {c.fragment.provenance.resource_type for c in stored}
 
     def _upgrade_to_whole_files(self, limit: int) -> None:
         piece = self.policy.max_piece(self.available)
@@ -421,11 +427,6 @@ class _PolicyRun:
             notes={**self.left_out, **self.notes},
             stopped_by=stopped_by,
         )
-
-
-def _depth_name(depth: int) -> str:
-    names = {_FULL: "full source", _SIGNATURES: "signatures", _OUTLINE: "outline", 0: "listing"}
-    return names.get(depth, f"depth {depth}")
 
 
 def _in_store(fragment: ContextFragment) -> bool:
