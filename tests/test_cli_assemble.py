@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -77,7 +78,9 @@ def test_assemble_prints_a_valid_payload_within_budget_as_json(cli, repo):
     assert done.returncode == 0, done.stderr
     payload = ContextPayload.model_validate_json(done.stdout)
     assert payload.is_within_budget and payload.budget.max_tokens == 600
-    assert payload.fragments[0].uko_node.endswith("app/server.py#Server.start")
+    first = payload.fragments[0]
+    assert first.provenance.resource_uri.endswith("app/server.py") and first.detail_depth == 9
+    assert "def start" in first.content
 
 
 def test_assemble_reads_the_query_from_standard_input(cli, repo):
@@ -92,7 +95,7 @@ def test_assemble_reads_the_query_from_standard_input(cli, repo):
 def test_markdown_output_shows_path_line_range_and_depth(cli, repo):
     done = cli("assemble", "Server.start port", "--repo", str(repo))
     assert done.returncode == 0, done.stderr
-    assert "### app/server.py L5-L9 `Server.start` (full source" in done.stdout
+    assert re.search(r"### app/server\.py L\d+-L\d+ .*\(full source", done.stdout)
 
 
 def test_explain_says_which_strategies_returned_each_fragment(cli, repo):
