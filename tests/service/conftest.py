@@ -73,6 +73,19 @@ def service(repo: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def service_token() -> str:
+    """The bearer token ``guarded_service`` wants."""
+    return "service-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def guarded_service(repo: Path, service_token: str) -> Iterator[str]:
+    """The base URL of a server for the module that wants the bearer token."""
+    with running(ServerSettings(projects={"demo": repo}, token=service_token)) as url:
+        yield url
+
+
 @pytest.fixture
 def serve() -> Callable[..., Any]:
     """Start a server with other settings for one test (a context manager)."""

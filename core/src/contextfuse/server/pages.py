@@ -15,7 +15,7 @@ from importlib.resources.abc import Traversable
 
 from contextfuse.server.guards import ASGIApp, Receive, Scope, Send
 
-__all__ = ["PAGES", "PublicPages", "asset_names"]
+__all__ = ["PAGES", "PublicPages"]
 
 #: Public paths -> the asset each one serves.
 PAGES = {"/": "explorer.html", "/docs": "docs.html"}
@@ -39,20 +39,6 @@ _POLICY = (
 
 def _root() -> Traversable:
     return resources.files("contextfuse.server") / "static"
-
-
-def asset_names() -> list[str]:
-    """Every servable asset, as a path below ``/static/`` (e.g. ``explorer.js``)."""
-    names: list[str] = []
-    pending: list[tuple[str, Traversable]] = [("", _root())]
-    while pending:
-        prefix, folder = pending.pop()
-        for entry in folder.iterdir():
-            if entry.is_dir():
-                pending.append((f"{prefix}{entry.name}/", entry))
-            elif _content_type(entry.name) is not None:
-                names.append(prefix + entry.name)
-    return sorted(names)
 
 
 def _content_type(name: str) -> str | None:
