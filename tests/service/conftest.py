@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -57,6 +59,39 @@ def running(settings: ServerSettings) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+@contextmanager
+def serve_process(*args: str) -> Iterator[str]:
+    """``contextfuse serve --port 0 ARGS`` as a real process; yields the URL it announces."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "contextfuse.cli.main", "serve", "--port", "0", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    url = None
+    deadline = time.monotonic() + 120
+    while url is None and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        found = re.search(r"listening on (http://\S+)", line)
+        url = found.group(1) if found else None
+    try:
+        assert url, "the server did not announce its URL"
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        process.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def served_process() -> Callable[..., Any]:
+    """Start ``contextfuse serve`` as a process (a context manager yielding its URL)."""
+    return serve_process
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,30 +28,10 @@ def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> A
 
 
 @pytest.fixture
-def served(repo: Path) -> Iterator[str]:
+def served(repo: Path, served_process: Callable[..., Any]) -> Iterator[str]:
     """``contextfuse serve --port 0`` in a subprocess; yields its URL."""
-    process = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--project", f"demo={repo}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    url = None
-    deadline = time.monotonic() + 120
-    while url is None and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        found = re.search(r"listening on (http://\S+)", line)
-        url = found.group(1) if found else None
-    try:
-        assert url, "the server did not announce its URL"
+    with served_process("--project", f"demo={repo}") as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        process.stderr.close()
 
 
 @pytest.mark.slow
