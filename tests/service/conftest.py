@@ -62,10 +62,10 @@ def running(settings: ServerSettings) -> Iterator[str]:
 
 
 @contextmanager
-def serve_process(*args: str) -> Iterator[str]:
-    """``contextfuse serve --port 0 ARGS`` as a real process; yields the URL it announces."""
+def cli_server(*args: str) -> Iterator[str]:
+    """``contextfuse ARGS`` as a real process; yields the first address it announces."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "contextfuse.cli.main", "serve", "--port", "0", *args],
+        [sys.executable, "-m", "contextfuse.cli.main", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -77,7 +77,7 @@ def serve_process(*args: str) -> Iterator[str]:
         line = process.stderr.readline()
         if not line:
             break
-        found = re.search(r"listening on (http://\S+)", line)
+        found = re.search(r" on (http://\S+)", line)
         url = found.group(1) if found else None
     try:
         assert url, "the server did not announce its URL"
@@ -90,8 +90,9 @@ def serve_process(*args: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def served_process() -> Callable[..., Any]:
-    """Start ``contextfuse serve`` as a process (a context manager yielding its URL)."""
-    return serve_process
+    """Start a command that serves (``serve``, ``explore``) as a process: a context manager
+    yielding the address it announces."""
+    return cli_server
 
 
 @pytest.fixture(scope="module")

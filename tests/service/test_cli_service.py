@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
@@ -30,7 +31,7 @@ def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> A
 @pytest.fixture
 def served(repo: Path, served_process: Callable[..., Any]) -> Iterator[str]:
     """``contextfuse serve --port 0`` in a subprocess; yields its URL."""
-    with served_process("--project", f"demo={repo}") as url:
+    with served_process("serve", "--port", "0", "--project", f"demo={repo}") as url:
         yield url
 
 
@@ -38,6 +39,20 @@ def served(repo: Path, served_process: Callable[..., Any]) -> Iterator[str]:
 def test_serve_listens_on_loopback_and_answers(served: str) -> None:
     assert served.startswith("http://127.0.0.1:")
     assert httpx.get(served + "/healthz").json()["projects"] == ["demo"]
+
+
+@pytest.mark.slow
+def test_explore_serves_the_explorer_over_one_repository_with_the_query_in_its_address(
+    repo: Path, served_process: Callable[..., Any]
+) -> None:
+    args = ["explore", "add two numbers", "--repo", str(repo), "--budget", "3000", "--no-browser"]
+    with served_process(*args) as url:
+        base, _, state = url.partition("/#")
+        assert base.startswith("http://127.0.0.1:")
+        expected = {"project": ["demo"], "budget": ["3000"], "q": ["add two numbers"]}
+        assert parse_qs(state) == expected
+        assert "contextfuse explorer" in httpx.get(base + "/").text
+        assert httpx.get(base + "/healthz").json()["projects"] == ["demo"]
 
 
 def test_serve_refuses_a_public_address_without_a_token(repo: Path) -> None:

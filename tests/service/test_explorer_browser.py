@@ -72,7 +72,7 @@ def server(real_repo: Path, served_process: Callable[..., Any]) -> Iterator[str]
     env_token = os.environ.get("CONTEXTFUSE_SERVER_TOKEN")
     os.environ["CONTEXTFUSE_SERVER_TOKEN"] = TOKEN  # not on the command line
     try:
-        with served_process("--project", f"click={real_repo}") as url:
+        with served_process("serve", "--port", "0", "--project", f"click={real_repo}") as url:
             yield url
     finally:
         if env_token is None:

@@ -10,10 +10,17 @@ from another origin.
 
 from __future__ import annotations
 
+import sys
 from importlib import resources
-from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING
 
 from contextfuse.server.guards import ASGIApp, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 __all__ = ["PAGES", "PublicPages"]
 
