@@ -90,6 +90,16 @@ def test_compact_reads_a_transcript_on_stdin() -> None:
     assert out["compaction"]["output_bytes"] < out["compaction"]["original_bytes"]
 
 
+def test_compact_says_on_stderr_why_a_target_was_missed() -> None:
+    messages = transcript()
+    messages[-1]["content"] = "a.py\n" * 4000  # a recent unit, kept whole
+    result = run_cli("compact", stdin=json.dumps(messages))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["compaction"]["target_met"] is False
+    assert result.stderr.startswith("note: target ratio 0.1 not met (")
+    assert "protected messages alone" in result.stderr
+
+
 def test_compact_accepts_a_request_object_and_options_override_it() -> None:
     request = {"messages": transcript(), "target_ratio": 0.9}
     result = run_cli("compact", "--target-ratio", "0.2", stdin=json.dumps(request))

@@ -148,6 +148,12 @@ def test_the_files_the_agent_changed_and_its_decisions_are_kept() -> None:
     assert "Decision: mark the session modified in the setter" in summary
 
 
+def test_the_files_the_agent_read_are_listed_on_one_line() -> None:
+    summary = summary_of(compacted(session()))
+    (line,) = [line for line in summary.splitlines() if "files read:" in line]
+    assert "starlette/middleware/sessions.py (" in line and "sessionkit/store.py (" in line
+
+
 def test_the_commands_run_are_kept_with_their_exit_code() -> None:
     summary = summary_of(compacted(session()))
     assert "bash `python -m pytest -q tests` -> exit 1" in summary

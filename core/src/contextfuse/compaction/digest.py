@@ -5,10 +5,11 @@ lines. Candidates are drawn per message and ranked:
 
 1. failures and errors in tool output: failed tests, exception and error messages, result
    lines such as ``2 failed, 6 passed``; what the user said;
-2. files the agent changed, what it decided or concluded, the last frame of each traceback
-   (the last in the project's own files too), warnings with their message;
+2. files the agent changed, and the files it read (one line), what it decided or concluded,
+   the last frame of each traceback (the last in the project's own files too), warnings
+   with their message;
 3. commands it ran, with their exit code;
-4. files it read, the first hits of a search, the head of the agent's other notes.
+4. other tool calls, the first hits of a search, the head of the agent's other notes.
 
 Source code the agent read is never mined for "error" lines: it is code, not an outcome. The
 most important candidates are taken first until the budget is spent, then printed in the
@@ -154,14 +155,34 @@ def _first(arguments: dict[str, object], keys: tuple[str, ...]) -> str:
 
 
 def _candidates(messages: list[_Message]) -> Iterator[_Candidate]:
+    reads: dict[str, tuple[int, int]] = {}  # path -> (last message, lines), in reading order
     for message in messages:
-        if message.role == "tool":
+        read = _read_path(message)
+        if read:
+            reads.pop(read, None)
+            reads[read] = (message.index, len(message.lines))
+        elif message.role == "tool":
             yield from _tool_result(message)
         elif message.role == "assistant":
             yield from _assistant(message)
         elif message.role == "user":
             said = " ".join(line.strip() for line in message.lines if line.strip())
             yield _Candidate(1, message.index, 0, f"[{message.index}] user: {_clip(said, 400)}")
+    if reads:
+        listed = ", ".join(f"{path} ({lines} lines)" for path, (_, lines) in reads.items())
+        last = max(index for index, _ in reads.values())
+        yield _Candidate(2, last, 0, f"[{last}] files read: {_clip(listed, 600)}")
+
+
+def _read_path(message: _Message) -> str:
+    """The file a tool result shows, when the call read one (not a command)."""
+    if message.role != "tool" or message.call is None:
+        return ""
+    name, raw = message.call
+    arguments = _arguments(raw)
+    if not _READS.search(name) or _first(arguments, _COMMAND_KEYS):
+        return ""
+    return _first(arguments, _PATH_KEYS)
 
 
 def _assistant(message: _Message) -> Iterator[_Candidate]:
@@ -197,8 +218,6 @@ def _tool_result(message: _Message) -> Iterator[_Candidate]:
         rank = 3
     elif path and _WRITES.search(name):
         action, rank = f"{where}{name} {path}", 2
-    elif path and _READS.search(name):
-        action, rank = f"{where}{name} {path} ({len(body)} lines)", 4
     else:
         target = " ".join(filter(None, (pattern, path)))
         action, rank = f"{where}{name} {_clip(target, _HEAD_CHARS)}".rstrip(), 4
