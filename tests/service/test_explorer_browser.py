@@ -248,7 +248,7 @@ def test_the_treemap_areas_add_up_to_the_payloads_tokens(page: WebDriver, server
 
 
 def test_a_fragments_detail_shows_why_its_depth_and_its_numbered_source(
-    page: WebDriver, server: str
+    page: WebDriver, server: str, tmp_path: Path
 ) -> None:
     open_explorer(page, server, project="click", q=QUERY, budget=6000)
     payload = assemble(server, 6000)
@@ -264,6 +264,7 @@ def test_a_fragments_detail_shows_why_its_depth_and_its_numbered_source(
     if first["detail_depth"] == 9:
         assert numbers[0] == first_line and numbers[-1] == last_line
     assert len(numbers) == len(first["content"].rstrip("\n").split("\n"))
+    screenshot(page, tmp_path, "explorer.png")
     assert_stayed_local(page)
 
 
@@ -305,7 +306,7 @@ def test_two_payloads_side_by_side_show_what_each_added_and_dropped(
     assert shown == {"A": len(nodes_a - nodes_b) + changed, "B": len(nodes_b - nodes_a) + changed}
     assert treemap_cells(page, "#compare-a svg") and treemap_cells(page, "#compare-b svg")
     page.find_elements(By.CSS_SELECTOR, "tr.fragment-row")[0].click()
-    assert screenshot(page, tmp_path, "explorer.png").stat().st_size > 20_000
+    assert screenshot(page, tmp_path, "explorer-compare.png").stat().st_size > 20_000
     assert_stayed_local(page)
 
 
