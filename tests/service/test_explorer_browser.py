@@ -310,6 +310,48 @@ def test_two_payloads_side_by_side_show_what_each_added_and_dropped(
     assert_stayed_local(page)
 
 
+def test_a_saved_payload_shows_the_reasons_and_depth_choosers_the_server_gives(
+    page: WebDriver, server: str, tmp_path: Path
+) -> None:
+    payload = assemble(server, 2500)
+    explanation = payload["explanation"]
+    assert explanation["omitted"]  # 2,500 tokens leave some of click's code out
+    explanation["fragments"][0]["depth_by"] = "DefaultDepthResolver"
+    reasons = ["did not fit", "below the cut", "deduplicated", "redacted", "fragment cap"]
+    for n, entry in enumerate(explanation["omitted"]):
+        entry["reason"] = reasons[n % len(reasons)]
+    saved = tmp_path / "payload.json"
+    saved.write_text(json.dumps(payload))
+    open_explorer(page, server, project="click", q=QUERY, budget=6000)
+    page.find_element(By.ID, "load").send_keys(str(saved))
+    wait_for(page, lambda d: runs(d) == 2)
+    shown = page.find_element(By.ID, "by-reason").text
+    assert all(r in shown for r in reasons[: len(explanation["omitted"])])
+    page.find_elements(By.CSS_SELECTOR, "tr.fragment-row")[0].click()
+    detail = wait_for(page, lambda d: d.find_element(By.CSS_SELECTOR, "tr.detail-row"))
+    assert "depth chosen by\nDefaultDepthResolver" in detail.text
+    assert (
+        sum(c["tokens"] for c in treemap_cells(page) if c["kind"] == "file")
+        == (payload["total_tokens"])
+    )
+    assert_stayed_local(page)
+
+
+def test_a_file_that_is_not_a_payload_is_refused_in_one_line(
+    page: WebDriver, server: str, tmp_path: Path
+) -> None:
+    saved = tmp_path / "notes.json"
+    saved.write_text('{"hello": 1}')
+    open_explorer(page, server, project="click", q=QUERY, budget=6000)
+    page.find_element(By.ID, "load").send_keys(str(saved))
+    status = wait_for(page, lambda d: d.find_element(By.CSS_SELECTOR, "#status.error"))
+    assert (
+        status.text == "Could not read notes.json: not a payload: it needs fragments and a budget"
+    )
+    assert runs(page) == 1
+    assert_stayed_local(page)
+
+
 def test_the_api_docs_render_the_protected_schema_offline(
     page: WebDriver, server: str, tmp_path: Path
 ) -> None:

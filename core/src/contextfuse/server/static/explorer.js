@@ -383,6 +383,9 @@
         why.agreement !== undefined ? ` agreement ${why.agreement}` : null,
       ),
       why.signals ? [el("dt", {}, "signals"), el("dd", {}, why.signals)] : null,
+      item.fragment.metadata.redacted
+        ? [el("dt", {}, "redacted"), el("dd", {}, item.fragment.metadata.redacted)]
+        : null,
       el("dt", {}, "tier"),
       el("dd", {}, item.fragment.tier),
     );
@@ -412,6 +415,10 @@
   }
 
   function drawCurl(settings) {
+    if (settings.saved) {
+      $("curl").textContent = `Loaded from ${settings.project}; no request was made.`;
+      return;
+    }
     const body = JSON.stringify({ ...requestBody(settings) });
     const lines = [
       `curl -s ${location.origin}/v1/assemble \\`,
@@ -516,6 +523,46 @@
     return typeof detail === "string" ? detail : "HTTP " + status;
   }
 
+  // Draw a payload (from the API, or a saved `contextfuse assemble --format json --explain`).
+  function show(payload, settings) {
+    const view = readPayload(payload);
+    state.last = { settings, view };
+    $("result").hidden = false;
+    drawSummary(view, settings);
+    drawTreemap($("treemap"), view, WIDTH, HEIGHT);
+    drawBreakdowns(view);
+    drawFragments(view);
+    drawCompare();
+    $("pin").disabled = false;
+    document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
+  }
+
+  function openSaved() {
+    const file = $("load").files[0];
+    if (!file) return;
+    file
+      .text()
+      .then((text) => {
+        const payload = JSON.parse(text);
+        if (!payload || !Array.isArray(payload.fragments) || !payload.budget) {
+          throw new Error("not a payload: it needs fragments and a budget");
+        }
+        const settings = {
+          project: file.name,
+          query: "",
+          budget: payload.budget.max_tokens,
+          strategies: payload.strategies_used || [],
+          saved: true,
+        };
+        show(payload, settings);
+        setStatus(`Showing ${file.name}.`);
+      })
+      .catch((error) => setStatus(`Could not read ${file.name}: ${error.message}`, true))
+      .finally(() => {
+        $("load").value = "";
+      });
+  }
+
   async function run(event) {
     if (event) event.preventDefault();
     const settings = readSettings();
@@ -536,17 +583,8 @@
         setStatus("The server refused the request: " + describeError(data, response.status), true);
         return;
       }
-      const view = readPayload(data);
-      state.last = { settings, view };
       saveToAddress(settings);
-      $("result").hidden = false;
-      drawSummary(view, settings);
-      drawTreemap($("treemap"), view, WIDTH, HEIGHT);
-      drawBreakdowns(view);
-      drawFragments(view);
-      drawCompare();
-      $("pin").disabled = false;
-      document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
+      show(data, settings);
       setStatus("");
     } catch (error) {
       setStatus("Could not reach the server: " + error, true);
@@ -597,6 +635,7 @@
     if (projects.length) await loadStrategies($("project").value, strategies);
     $("project").addEventListener("change", () => loadStrategies($("project").value, []));
     $("query-form").addEventListener("submit", run);
+    $("load").addEventListener("change", openSaved);
     $("pin").addEventListener("click", () => {
       state.pinned = state.last;
       $("unpin").hidden = false;
