@@ -44,6 +44,11 @@ def package_dir(name: str) -> Path:
     return Path(module.__file__).parent
 
 
+def copy_package(name: str, root: Path) -> None:
+    """The installed package's source, as the repository's own folder ``name``."""
+    shutil.copytree(package_dir(name), root / name, ignore=shutil.ignore_patterns("__pycache__"))
+
+
 class Session:
     """A transcript being recorded: tool calls run for real in ``root``."""
 
@@ -414,9 +419,7 @@ def debug_failing_test(root: Path) -> Session:
 
 
 def refactor(root: Path) -> Session:
-    shutil.copytree(
-        package_dir("pathspec"), root / "pathspec", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    copy_package("pathspec", root)
     files(
         root,
         {
@@ -895,9 +898,7 @@ def dependency_upgrade(root: Path) -> Session:
 
 
 def explore_codebase(root: Path) -> Session:
-    shutil.copytree(
-        package_dir("httpx"), root / "httpx", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    copy_package("httpx", root)
     git_init(root)
     s = Session(
         root,
