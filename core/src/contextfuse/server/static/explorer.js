@@ -100,9 +100,14 @@
         ranks: why.ranks || {},
       };
     });
+    // An entry a strategy ranked but did not render ("below the cut") has no depth,
+    // tokens or score: those stay null and show as a dash.
     const omitted = (explanation.omitted || []).map((entry) => ({
       ...entry,
       ...splitNode(entry.uko_node),
+      depth: entry.depth ?? null,
+      tokens: entry.tokens ?? null,
+      score: entry.score ?? null,
       reason: entry.reason || "",
     }));
     return { payload, explanation, fragments, omitted };
@@ -123,7 +128,7 @@
     for (const item of items) {
       const name = key(item);
       const entry = totals.get(name) || { name, tokens: 0, count: 0 };
-      entry.tokens += item.tokens;
+      entry.tokens += item.tokens || 0;
       entry.count += 1;
       totals.set(name, entry);
     }
@@ -211,12 +216,17 @@
     }
   }
 
-  function stackedBar(rows, total, classOf) {
+  // rows: [{name, tokens, count}]; the bar's segments measure `by` ("tokens" or "count").
+  function stackedBar(rows, classOf, by = "tokens") {
     const bar = el("div", { class: "stack" });
     const table = el("table", { class: "totals" });
+    const total = rows.reduce((sum, row) => sum + row[by], 0);
     for (const row of rows) {
-      const share = total ? (100 * row.tokens) / total : 0;
-      const segment = el("span", { class: "segment " + classOf(row), title: `${row.name}: ${fmt(row.tokens)} tokens` });
+      const share = total ? (100 * row[by]) / total : 0;
+      const segment = el("span", {
+        class: "segment " + classOf(row),
+        title: `${row.name}: ${fmt(row.tokens)} tokens, ${row.count} fragments`,
+      });
       segment.style.width = share + "%";
       bar.append(segment);
       table.append(
@@ -235,24 +245,24 @@
   }
 
   function drawBreakdowns(view) {
-    const total = view.payload.total_tokens;
     const byDepth = totalsBy(view.fragments, (item) => item.depth)
       .sort((a, b) => b.name - a.name)
       .map((row) => ({ ...row, depth: row.name, name: depthName(row.name) }));
-    $("by-depth").replaceChildren(stackedBar(byDepth, total, (row) => depthClass(row.depth)));
+    $("by-depth").replaceChildren(stackedBar(byDepth, (row) => depthClass(row.depth)));
     const strategies = totalsBy(view.fragments, creditedStrategy);
     const palette = strategies.map((row) => row.name);
     $("by-strategy").replaceChildren(
-      stackedBar(strategies, total, (row) => "s" + (palette.indexOf(row.name) % 6)),
+      stackedBar(strategies, (row) => "s" + (palette.indexOf(row.name) % 6)),
     );
     const reasons = totalsBy(view.omitted, (item) => item.reason || "not packed (no reason given)");
-    const omittedTokens = view.omitted.reduce((sum, item) => sum + item.tokens, 0);
     const dedup = view.explanation.dedup_count;
+    const stopped = view.explanation.stopped_by;
     fill(
       $("by-reason"),
       view.omitted.length
-        ? stackedBar(reasons, omittedTokens, (row) => "r" + (reasons.indexOf(row) % 6))
+        ? stackedBar(reasons, (row) => "r" + (reasons.indexOf(row) % 6), "count")
         : el("p", {}, "Nothing of what the strategies found was left out."),
+      stopped ? el("p", { class: "note" }, `Packing stopped: ${stopped}.`) : null,
       dedup ? el("p", { class: "note" }, `${fmt(dedup)} duplicate fragments were merged before packing.`) : null,
     );
   }
@@ -293,15 +303,21 @@
           {},
           el("td", { class: "path" }, item.file),
           el("td", { class: "path" }, item.symbol || "(file)"),
-          el("td", {}, depthName(item.depth)),
-          el("td", { class: "num" }, fmt(item.tokens)),
-          el("td", { class: "num" }, Number(item.score).toFixed(4)),
-          el("td", {}, item.reason || "not packed (no reason given)"),
+          el("td", {}, item.depth === null ? "—" : depthName(item.depth)),
+          el("td", { class: "num" }, item.tokens === null ? "—" : fmt(item.tokens)),
+          el("td", { class: "num" }, item.score === null ? "—" : Number(item.score).toFixed(4)),
+          el(
+            "td",
+            {},
+            (item.reason || "not packed (no reason given)") +
+              (item.strategy ? ` (${item.strategy})` : ""),
+          ),
         ),
       ),
     );
     $("omitted-note").textContent = view.omitted.length
-      ? `(${view.omitted.length} listed, best first; the explanation lists at most the 50 best)`
+      ? `(${view.omitted.length} listed, best first; the explanation lists the 50 best of ` +
+        "those the packer saw, then what each strategy ranked below its cut)"
       : "";
   }
 
@@ -383,8 +399,8 @@
         why.agreement !== undefined ? ` agreement ${why.agreement}` : null,
       ),
       why.signals ? [el("dt", {}, "signals"), el("dd", {}, why.signals)] : null,
-      item.fragment.metadata.redacted
-        ? [el("dt", {}, "redacted"), el("dd", {}, item.fragment.metadata.redacted)]
+      Number(why.redacted || item.fragment.metadata.redacted || 0)
+        ? [el("dt", {}, "redacted"), el("dd", {}, `${why.redacted || item.fragment.metadata.redacted} secret(s) replaced by [REDACTED:…]`)]
         : null,
       el("dt", {}, "tier"),
       el("dd", {}, item.fragment.tier),
