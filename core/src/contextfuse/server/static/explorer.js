@@ -127,8 +127,9 @@
     const totals = new Map();
     for (const item of items) {
       const name = key(item);
-      const entry = totals.get(name) || { name, tokens: 0, count: 0 };
+      const entry = totals.get(name) || { name, tokens: 0, count: 0, untold: 0 };
       entry.tokens += item.tokens || 0;
+      entry.untold += item.tokens === null ? 1 : 0;
       entry.count += 1;
       totals.set(name, entry);
     }
@@ -235,7 +236,7 @@
           {},
           el("td", {}, el("span", { class: "swatch " + classOf(row) })),
           el("td", {}, row.name),
-          el("td", { class: "num" }, fmt(row.tokens)),
+          el("td", { class: "num" }, row.untold === row.count ? "—" : fmt(row.tokens)),
           el("td", { class: "num" }, share.toFixed(1) + "%"),
           el("td", { class: "num" }, row.count + (row.count === 1 ? " fragment" : " fragments")),
         ),
