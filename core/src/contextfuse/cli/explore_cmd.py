@@ -44,7 +44,7 @@ def explore(
     require_serve_extra()
     from contextfuse.cli.serve_cmd import project_name
     from contextfuse.errors import ContextfuseError
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.repo_root import find_repo_root
     from contextfuse.server.run import serve
     from contextfuse.server.settings import load_server_settings
