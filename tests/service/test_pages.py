@@ -35,7 +35,16 @@ def test_the_schema_answers_with_the_token(guarded_service: str, service_token: 
     assert "/v1/assemble" in response.json()["paths"]
 
 
-def test_a_post_to_a_page_path_reaches_the_guarded_service_api(guarded_service: str) -> None:
+def test_without_a_token_a_page_asked_by_a_foreign_host_name_is_refused(service: str) -> None:
+    response = httpx.get(service + "/", headers={"Host": "rebound.example"})
+    assert response.status_code == 403
+
+
+def test_without_a_token_a_page_asked_by_a_loopback_name_is_served(service: str) -> None:
+    assert httpx.get(service + "/docs", headers={"Host": "localhost:1"}).status_code == 200
+
+
+def test_a_post_to_a_page_path_reaches_the_guarded_api(guarded_service: str) -> None:
     assert httpx.post(guarded_service + "/", json={}).status_code == 401
 
 
