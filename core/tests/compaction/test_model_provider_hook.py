@@ -94,4 +94,4 @@ def test_the_hook_references_example_provider_works(pm: ContextfusePluginManager
     )
     result = compact(request, collect_providers(pm))
     assert result["messages"] == transcript()
-    assert {f["decision_source"] for f in result["compaction"]["fragments"]} == {"model"}
+    assert {f["decision_source"] for f in result["compaction"]["fragments"]} == {"keep-everything"}

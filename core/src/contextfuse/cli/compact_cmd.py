@@ -85,7 +85,15 @@ def compact(
     try:
         request = CompactRequest.model_validate(fields)
         providers = collect_providers(make_plugin_manager())
-        emit_json(run_compaction(request, providers))
+        result = run_compaction(request, providers)
+        emit_json(result)
+        report = result["compaction"]
+        if report["target_note"]:
+            click.echo(
+                f"note: target ratio {report['target_ratio']} not met ({report['ratio']}): "
+                f"{report['target_note']}",
+                err=True,
+            )
     except ValidationError as exc:
         fail(
             "; ".join(

@@ -27,6 +27,11 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "project": ("contextfuse.cli.project_cmd", "project", "Per-project settings."),
     "compact": ("contextfuse.cli.compact_cmd", "compact", "Compact an agent transcript (stdin)."),
     "serve": ("contextfuse.cli.serve_cmd", "serve", "Serve the HTTP API over named projects."),
+    "explore": (
+        "contextfuse.cli.explore_cmd",
+        "explore",
+        "See where the budget goes, in the browser.",
+    ),
     "mcp": ("contextfuse.cli.mcp_cmd", "mcp", "Serve tools and resources over MCP (stdio)."),
     "plan": ("contextfuse.cli.plan_cmd", "plan", "Plans and decisions: add, decide, close, show."),
 }

@@ -22,6 +22,12 @@ def parse_projects(values: tuple[str, ...]) -> dict[str, Path]:
     return projects
 
 
+def project_name(directory: str) -> str:
+    """A valid project name for a folder called ``directory``."""
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in directory).lstrip("._-")
+    return cleaned[:64] or "project"
+
+
 @click.command("serve")
 @click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help="Default 8765; 0: any.")

@@ -24,6 +24,7 @@ from contextfuse.errors import (
 )
 from contextfuse.flow.provider import ModelProvider
 from contextfuse.server.guards import ASGIApp, BearerTokenGuard, BodySizeLimit, HostGuard
+from contextfuse.server.pages import PublicPages
 from contextfuse.server.projects import ProjectPool, WarmProject
 from contextfuse.server.schemas import ERROR_RESPONSES, AssembleRequest
 from contextfuse.server.settings import PROJECT_NAME_PATTERN, ServerSettings
@@ -57,6 +58,9 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
         version=_version(),
         lifespan=lifespan,
         responses=ERROR_RESPONSES,  # the error bodies as sent (422: field/rule/message)
+        # The docs page is served from the package's own assets (server/pages.py), not a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
 
     @app.exception_handler(RequestValidationError)
@@ -140,13 +144,18 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
 def build_asgi(
     settings: ServerSettings, pool: ProjectPool, providers: Mapping[str, ModelProvider]
 ) -> ASGIApp:
-    """The app behind its guards: the token (when set) and the body size limit."""
+    """The app behind its guards: the token (when set), else the Host check, and the body
+    size limit.
+
+    The pages (the explorer, the API docs) and their assets answer without the token: they
+    hold no data and ask for the token themselves. Without a token the Host check covers
+    them too.
+    """
     app: ASGIApp = BodySizeLimit(create_app(pool, providers), settings.max_body_bytes)
     if settings.token:
-        app = BearerTokenGuard(app, settings.token)
-    else:  # no token: only loopback names (DNS rebinding), see HostGuard
-        app = HostGuard(app, frozenset(settings.allowed_hosts))
-    return app
+        return PublicPages(BearerTokenGuard(app, settings.token))
+    # No token: only loopback names (DNS rebinding), see HostGuard.
+    return HostGuard(PublicPages(app), frozenset(settings.allowed_hosts))
 
 
 def _version() -> str:
