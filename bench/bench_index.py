@@ -54,6 +54,11 @@ from contextfuse.kb import open_backends
 from contextfuse.kb.files import discover
 
 SRC = str(Path(contextfuse.__file__).parents[1])
+#: Child processes import this checkout's core first (and the plugins of PYTHONPATH, if any).
+CHILD_ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])),
+}
 CASES = ("django", "tree", "bigfile")
 
 #: Runs one index in a fresh interpreter and prints its stats with the peak RSS.
@@ -175,7 +180,7 @@ def run_index(root: Path, workers: str, embed: bool) -> dict[str, Any]:
         [sys.executable, "-c", CHILD, str(root), workers, "installed" if embed else "none"],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": SRC},
+        env=CHILD_ENV,
     ) as child:
         peak = [0]
 
@@ -201,7 +206,7 @@ def run_assemble(root: Path, queries: tuple[str, str]) -> dict[str, Any]:
         [sys.executable, "-c", ASSEMBLE, str(root), *queries],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONPATH": SRC},
+        env=CHILD_ENV,
     )
     if done.returncode != 0:
         raise SystemExit(f"assembling failed: {done.stderr.strip()[-500:]}")
