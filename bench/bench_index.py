@@ -132,11 +132,46 @@ QUERIES = {
     "bigfile": ("f12345 returns the wrong value", "which function scales by ninety"),
 }
 
-_WORDS = (
-    "account balance buffer cache cursor delta event filter frame gauge handle index job "
-    "kernel ledger limit matrix merge node offset packet queue record retry route sample "
-    "schema session shard signal token trace update vector window worker budget request"
-).split()
+_WORDS = [
+    "account",
+    "balance",
+    "buffer",
+    "cache",
+    "cursor",
+    "delta",
+    "event",
+    "filter",
+    "frame",
+    "gauge",
+    "handle",
+    "index",
+    "job",
+    "kernel",
+    "ledger",
+    "limit",
+    "matrix",
+    "merge",
+    "node",
+    "offset",
+    "packet",
+    "queue",
+    "record",
+    "retry",
+    "route",
+    "sample",
+    "schema",
+    "session",
+    "shard",
+    "signal",
+    "token",
+    "trace",
+    "update",
+    "vector",
+    "window",
+    "worker",
+    "budget",
+    "request",
+]
 
 
 def make_tree(root: Path, files: int, seed: int = 20) -> None:
