@@ -35,7 +35,8 @@ APPLICATION_ID = 0x43465553  # "CFUS"
 #: Bump on any change to the tables or to what full-text search indexes (``terms``, ``render``):
 #: deletions from the contentless FTS table replay the indexed text. Version 3: history and
 #: files redacted more thoroughly (an index of version 2 may hold secrets: it is rebuilt).
-SCHEMA_VERSION = 3
+#: Version 4: compact vectors (int8 codes and float16, ``kb/vector.py``).
+SCHEMA_VERSION = 4
 DB_NAME = "index.db"
 #: Tables whose name starts with this belong to the plan store, which has its own schema
 #: version (``kb/plans.py``); a rebuild of the index keeps them.
@@ -151,9 +152,13 @@ CREATE TABLE cochange (
     PRIMARY KEY (a, b)
 ) WITHOUT ROWID;
 CREATE INDEX cochange_b ON cochange(b);
+-- Compact (kb/vector.py): codes, int8 times scale, are what a search scans, vector (float16)
+-- what it rescores its best candidates with: a row stays well inside a page (no overflow).
 CREATE TABLE vectors (
     model TEXT NOT NULL,
     content_hash TEXT NOT NULL,
+    scale REAL NOT NULL,
+    codes BLOB NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY (model, content_hash)
 ) WITHOUT ROWID;
