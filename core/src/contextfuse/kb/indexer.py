@@ -31,6 +31,7 @@ from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import files as discovery
 from contextfuse.kb.adr import ADR_FOLDERS, import_adrs
 from contextfuse.kb.compressed import stored_text
+from contextfuse.kb.diskspace import disk_full_error, full_disk, is_disk_full
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend, update_history
 from contextfuse.kb.nodes import SQLiteNodeStore, source_lines
@@ -249,6 +250,10 @@ def build_index(
             run.finish(stats)
         except sqlite3.DatabaseError as exc:  # e.g. a page of the file is damaged
             raise db.error(exc) from exc
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full_error(index_dir) from exc
+            raise
         finally:
             db.close()
     stats.seconds = time.perf_counter() - started
@@ -263,7 +268,14 @@ def prepare_index_dir(index_dir: Path, root: Path) -> None:
         raise KnowledgeBaseError(f"cannot create the index directory {index_dir}: {exc}") from exc
     ignore = index_dir / ".gitignore"
     if index_dir.is_relative_to(root) and not ignore.exists():
-        ignore.write_text("# created by contextfuse: the index is not part of the repository\n*\n")
+        try:
+            ignore.write_text(
+                "# created by contextfuse: the index is not part of the repository\n*\n"
+            )
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full_error(index_dir) from exc
+            raise KnowledgeBaseError(f"cannot write {ignore}: {exc}") from exc
 
 
 def _open_for_write(path: Path, rebuild: bool) -> Database:
@@ -631,7 +643,18 @@ class _Run:
         with self.db.snapshot():
             _totals(conn, stats)
         stats.notes[:0] = _notes(conn, stats.git)
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.OperationalError as exc:
+            if not is_disk_full(exc):
+                raise
+            # The run is committed (in the write-ahead log, which readers use); copying it
+            # into the index file needs room the disk lacks. A later run copies it.
+            stats.notes.append(
+                f"{full_disk(self.index_dir)} is full: the index was written to its "
+                "write-ahead log and is used from there; free some space so that it can be "
+                "moved into the index file"
+            )
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from contextfuse.errors import KnowledgeBaseError
+from contextfuse.kb.diskspace import disk_full_error, is_disk_full
 
 __all__ = [
     "APPLICATION_ID",
@@ -255,6 +256,8 @@ class Database:
         """A KnowledgeBaseError naming the file, the cause and the way out."""
         if self._closed:  # interrupted by close(), or a statement on a closed connection
             return KnowledgeBaseError(f"the index {self.path} was closed while it was read")
+        if is_disk_full(exc):
+            return disk_full_error(self.path.parent)
         return KnowledgeBaseError(
             f"the index {self.path} cannot be read ({exc}); "
             "rebuild it with `contextfuse index --rebuild`"
@@ -274,22 +277,23 @@ class Database:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         except sqlite3.DatabaseError as exc:
-            raise KnowledgeBaseError(
-                f"{self.path} is not a contextfuse index or is corrupt ({exc}); "
-                "rebuild it with `contextfuse index --rebuild`"
-            ) from exc
+            raise _unusable(self.path, exc) from exc
         if app_id == 0 and tables == 0:  # a new file, or one killed before its first commit
             if not create:
                 raise KnowledgeBaseError(
                     f"{self.path} holds no index yet; build it with `contextfuse index`"
                 )
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                create_schema(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    create_schema(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:  # SQLite may have rolled back already
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self.error(exc) from exc
             return "created"
         if app_id != APPLICATION_ID:
             raise KnowledgeBaseError(
@@ -344,11 +348,18 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_size_limit = 67108864")
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise KnowledgeBaseError(
-            f"{path} is not a contextfuse index or is corrupt ({exc}); "
-            "rebuild it with `contextfuse index --rebuild`"
-        ) from exc
+        raise _unusable(path, exc) from exc
     return conn
+
+
+def _unusable(path: Path, exc: sqlite3.Error) -> KnowledgeBaseError:
+    """The error of an index file that cannot be opened: no room, or not an index of ours."""
+    if is_disk_full(exc):
+        return disk_full_error(path.parent)
+    return KnowledgeBaseError(
+        f"{path} is not a contextfuse index or is corrupt ({exc}); "
+        "rebuild it with `contextfuse index --rebuild`"
+    )
 
 
 def remove_index(path: Path) -> None:
