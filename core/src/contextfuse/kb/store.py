@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from contextfuse.deadline import expired
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb.diskspace import disk_full_error, is_disk_full
 
@@ -42,7 +43,8 @@ DB_NAME = "index.db"
 #: version (``kb/plans.py``); a rebuild of the index keeps them.
 KEPT_PREFIX = "plan_"
 _BUSY_TIMEOUT_MS = 30_000
-#: SQLite virtual-machine steps between two checks of whether the index was closed.
+#: SQLite virtual-machine steps between two checks of whether the index was closed or the
+#: reading thread's deadline (``contextfuse.deadline``) has passed.
 _PROGRESS_STEPS = 10_000
 
 _SCHEMA = """
@@ -187,13 +189,19 @@ class Database:
     # ---- connections -----------------------------------------------------------------------
 
     def connection(self) -> sqlite3.Connection:
-        """This thread's connection (opened on first use)."""
+        """This thread's connection (opened on first use).
+
+        :raises KnowledgeBaseError: the index is closed, or this thread's deadline passed
+            (a strategy past its time stops reading here).
+        """
+        if expired():
+            raise _time_is_up(self.path)
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
                 raise KnowledgeBaseError(f"the index {self.path} is closed")
             conn = _connect(self.path)
-            conn.set_progress_handler(self._closing.is_set, _PROGRESS_STEPS)
+            conn.set_progress_handler(self._should_stop, _PROGRESS_STEPS)
             self._local.conn = conn
             with self._lock:
                 self._connections.append((threading.get_ident(), conn))
@@ -219,6 +227,11 @@ class Database:
                 conn.interrupt()
         # Idle threads' connections go with their thread-local slot, here and now.
         del local, connections
+
+    def _should_stop(self) -> bool:
+        # SQLite calls this every _PROGRESS_STEPS steps of a statement, in the thread that
+        # runs it: true interrupts the statement.
+        return self._closing.is_set() or expired()
 
     @property
     def closed(self) -> bool:
@@ -256,6 +269,8 @@ class Database:
         """A KnowledgeBaseError naming the file, the cause and the way out."""
         if self._closed:  # interrupted by close(), or a statement on a closed connection
             return KnowledgeBaseError(f"the index {self.path} was closed while it was read")
+        if expired():  # interrupted by the progress handler: this thread's time is up
+            return _time_is_up(self.path)
         if is_disk_full(exc):
             return disk_full_error(self.path.parent)
         return KnowledgeBaseError(
@@ -301,6 +316,12 @@ class Database:
                 "move it away or replace it with `contextfuse index --rebuild`"
             )
         return "ok" if version == SCHEMA_VERSION else "outdated"
+
+
+def _time_is_up(path: Path) -> KnowledgeBaseError:
+    return KnowledgeBaseError(
+        f"stopped reading the index {path}: the time allowed for this work ran out"
+    )
 
 
 def create_schema(conn: sqlite3.Connection) -> None:
