@@ -37,7 +37,9 @@ APPLICATION_ID = 0x43465553  # "CFUS"
 #: Bump on any change to the tables or to what full-text search indexes (``terms``, ``render``):
 #: deletions from the contentless FTS table replay the indexed text. Version 3: history and
 #: files redacted more thoroughly (an index of version 2 may hold secrets: it is rebuilt).
-SCHEMA_VERSION = 3
+#: Version 4: files decoded by their declared encoding or byte-order mark (``kb/decode``);
+#: an older index holds them garbled, or skipped as binary with that reason cached.
+SCHEMA_VERSION = 4
 DB_NAME = "index.db"
 #: Tables whose name starts with this belong to the plan store, which has its own schema
 #: version (``kb/plans.py``); a rebuild of the index keeps them.
