@@ -48,6 +48,7 @@ from contextfuse.kb.process import (
     process_file,
     worker_started,
 )
+from contextfuse.kb.project_name import check_project_name, rename_project
 from contextfuse.kb.store import DB_NAME, Database, remove_index, reset_schema
 from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.tiers import EVICTED
@@ -223,6 +224,7 @@ def build_index(
     tokenizer: Tokenizer | None = None,
     max_file_size: int = discovery.DEFAULT_MAX_FILE_SIZE,
     workers: int | None = None,
+    project: str | None = None,
 ) -> IndexStats:
     """Build or refresh the index of ``root``; see :func:`contextfuse.kb.index`."""
     started = time.perf_counter()
@@ -236,6 +238,8 @@ def build_index(
     root = root.resolve()
     if not root.is_dir():
         raise KnowledgeBaseError(f"{root} is not a directory")
+    if project is not None:
+        check_project_name(project)
     index_dir = (index_dir or root / DEFAULT_INDEX_DIR).resolve()
     prepare_index_dir(index_dir, root)
     tokenizer = tokenizer or default_tokenizer()
@@ -244,6 +248,7 @@ def build_index(
         db = _open_for_write(index_dir / DB_NAME, rebuild)
         try:
             run = _Run(root, index_dir, db, tokenizer, progress, max_file_size, workers)
+            run.wanted_name = project
             stats = run.execute(rebuild)
             stats.notes[:0] = lock_notes
             run.contribute(stats, contributors)
@@ -313,6 +318,7 @@ class _Run:
         self.max_file_size = max_file_size
         self.workers = workers
         self.project = root.name
+        self.wanted_name: str | None = None  # the name asked for; None: keep the stored one
         self.changed: list[str] = []
         self.removed: list[str] = []
         self.written: list[str] = []  # paths parsed and written in this run
@@ -348,6 +354,7 @@ class _Run:
                 reset_schema(conn)
                 meta = {}
                 stats.rebuilt = True
+            self.name_project(meta, stats)
             if outdated and not rebuild:
                 stats.notes.append("the index was built by another version and was rebuilt")
             self.update_files(found, stats, full)
@@ -386,6 +393,16 @@ class _Run:
                 raise self.db.error(exc) from exc
             raise
         return stats
+
+    def name_project(self, meta: Mapping[str, str], stats: IndexStats) -> None:
+        """The name asked for, else the stored one, else the folder's; a stored index of
+        another name is renamed (see ``contextfuse.kb.project_name``)."""
+        stored = meta.get("project")
+        name = self.wanted_name or stored or self.root.name
+        if stored is not None and stored != name:
+            rename_project(self.conn, stored, name)
+            stats.notes.append(f"the project {stored!r} was renamed {name!r}")
+        self.project = stats.project = name
 
     def adr_files(self) -> dict[str, str]:
         """``{path: sha256}`` of the indexed files under an ADR folder."""

@@ -80,7 +80,8 @@ class WarmProject:
         self.name = name
         self.repo = repo
         config = load_config(repo).with_index(store=store)
-        self.assembler = ContextAssembler(repo, config=config)
+        # The URIs name the project as served, whatever its folder's name.
+        self.assembler = ContextAssembler(repo, config=config, project=name)
         self._interval = refresh_interval_s
         self._clock = clock
         self._lock = ReadWriteLock()
