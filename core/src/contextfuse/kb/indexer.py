@@ -381,8 +381,10 @@ class _Run:
                     "indexed_at": str(int(time.time())),
                 }
             )
-            if changed and len(self.changed) > 1000:
-                conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")  # merge FTS segments
+            if changed and (len(self.changed) > 1000 or stats.files_removed):
+                # Merge the FTS segments: faster search after a big change, and the words of
+                # files that left the index leave its file (a deletion is only a marker).
+                conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")
             if changed:
                 writer.rebuild_vocabulary()
             conn.execute("COMMIT")

@@ -367,6 +367,9 @@ def _connect(path: Path) -> sqlite3.Connection:
         if str(mode).lower() != "wal":
             raise sqlite3.DatabaseError(f"cannot use WAL journal mode (got {mode})")
         conn.execute("PRAGMA synchronous = NORMAL")
+        # Deleted rows and freed pages are overwritten with zeros (whatever the SQLite build's
+        # default): text that leaves the index, a secret's included, leaves the file too.
+        conn.execute("PRAGMA secure_delete = ON")
         # After a checkpoint, a big run's WAL shrinks back to this size (bytes).
         conn.execute("PRAGMA journal_size_limit = 67108864")
     except sqlite3.DatabaseError as exc:
