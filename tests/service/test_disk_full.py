@@ -10,12 +10,10 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ CLI = [sys.executable, "-m", "contextfuse.cli.main"]
 DISK = "16m"
 #: The URL, the repository, the index folder (through /proc/<pid>/root), the server process.
 Served = tuple[str, Path, Path, "subprocess.Popen[str]"]
+Launch = Callable[..., tuple["subprocess.Popen[str]", str | None]]
 
 
 def _namespace_prefix() -> list[str] | None:
@@ -174,7 +173,7 @@ def test_a_full_disk_fails_the_index_run_clearly_and_leaves_the_index_as_it_was(
 
 
 @pytest.fixture
-def served_on_a_small_disk(tmp_path: Path) -> Iterator[Served]:
+def served_on_a_small_disk(tmp_path: Path, launch: Launch) -> Iterator[Served]:
     """``contextfuse serve`` whose project's index folder is a tmpfs of its own namespace.
 
     Yields the URL, the repository, the index folder as this process sees it (through
@@ -186,21 +185,7 @@ def served_on_a_small_disk(tmp_path: Path) -> Iterator[Served]:
     index.mkdir()
     serve = [*CLI, "serve", "--port", "0", "--project", f"web={repo}", "--refresh-interval", "0"]
     script = f'mount -t tmpfs -o size={DISK} tmpfs "$1" && shift && exec "$@"'
-    process = subprocess.Popen(
-        [*PREFIX, "sh", "-c", script, "sh", str(index), *serve],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    url = None
-    deadline = time.monotonic() + 300
-    while url is None and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        found = re.search(r"listening on (http://\S+)", line)
-        url = found.group(1) if found else None
+    process, url = launch([*PREFIX, "sh", "-c", script, "sh", str(index), *serve], 300)
     try:
         assert url, "the server did not announce its URL"
         inside = Path(f"/proc/{process.pid}/root") / str(index).lstrip(os.sep)

@@ -69,14 +69,21 @@ def backends(indexed: tuple[Path, IndexStats]) -> Any:
     opened.nodes.close()
 
 
-def test_a_strategy_past_its_timeout_stops_reading_the_index_soon_after_its_deadline(
-    backends: BackendSet,
-) -> None:
+def run_past_its_timeout(backends: BackendSet) -> tuple[StubbornReader, str]:
+    """One executor round of a :class:`StubbornReader`: the strategy and its status."""
     executor = ParallelStrategyExecutor(CoordinatorConfig(executor_timeout=TIMEOUT))
     strategy = StubbornReader()
     allocation = Allocation(strategy=strategy, confidence=1.0, tokens=1000)
     report = executor.execute([allocation], ContextRequest(query="cart"), backends, PlanContext())
-    assert report.results[0].stats["status"] == "timeout"
+    executor.close()
+    return strategy, str(report.results[0].stats["status"])
+
+
+def test_a_strategy_past_its_timeout_stops_reading_the_index_soon_after_its_deadline(
+    backends: BackendSet,
+) -> None:
+    strategy, status = run_past_its_timeout(backends)
+    assert status == "timeout"
     assert strategy.done.wait(10)
 
     deadline = strategy.began + TIMEOUT  # the executor set it a moment before
@@ -85,20 +92,15 @@ def test_a_strategy_past_its_timeout_stops_reading_the_index_soon_after_its_dead
     assert strategy.refusals
     assert min(when for when, _ in strategy.refusals) > deadline - 0.05
     assert "the time allowed for this work ran out" in strategy.refusals[0][1]
-    executor.close()
 
 
 def test_the_index_still_answers_other_work_after_a_strategy_was_stopped(
     backends: BackendSet,
 ) -> None:
-    executor = ParallelStrategyExecutor(CoordinatorConfig(executor_timeout=TIMEOUT))
-    strategy = StubbornReader()
-    allocation = Allocation(strategy=strategy, confidence=1.0, tokens=1000)
-    executor.execute([allocation], ContextRequest(query="cart"), backends, PlanContext())
+    strategy, _ = run_past_its_timeout(backends)
     assert backends.text is not None
     assert backends.text.search("shopping cart", limit=5)  # this thread has no deadline
     assert strategy.done.wait(10)
-    executor.close()
 
 
 def test_a_long_query_is_stopped_soon_after_the_deadline_of_its_thread(tmp_path: Path) -> None:
