@@ -11,7 +11,6 @@ from pathlib import Path
 
 from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
-from contextfuse.kb.files import git_toplevel
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend
 from contextfuse.kb.indexer import (
@@ -23,6 +22,7 @@ from contextfuse.kb.plans import SQLitePlanStore, ensure_plan_schema, has_plan_s
 from contextfuse.kb.store import DB_NAME, Database
 from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.vector import SQLiteVectorBackend
+from contextfuse.repo_root import find_repo_root
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
 __all__ = [
@@ -37,10 +37,10 @@ PathLike = str | os.PathLike[str]
 
 
 def resolve_root(path: PathLike = ".") -> Path:
-    """The folder to index: ``"."`` means the current repository (its top level), if any."""
+    """The folder to index: ``"."`` means the current project (see
+    :func:`contextfuse.repo_root.find_repo_root`), any other path that folder."""
     if str(path) == ".":
-        cwd = Path.cwd()
-        return git_toplevel(cwd) or cwd.resolve()
+        return find_repo_root(Path.cwd())
     return Path(path).expanduser().resolve()
 
 

@@ -25,6 +25,7 @@ from contextfuse.components.coordination.result import (
 )
 from contextfuse.components.coordination.selector import describe_error
 from contextfuse.components.protocols import Allocation, ExecutionReport
+from contextfuse.deadline import deadline_scope
 from contextfuse.models import (
     ContextBudget,
     ContextFragment,
@@ -84,7 +85,10 @@ class ParallelStrategyExecutor:
     threads (idle workers are kept between rounds; ``close()`` stops them). The round returns
     once every strategy finished or ``executor_timeout`` seconds after it started, whichever
     comes first; a strategy that never returns is abandoned on its worker, which later rounds
-    replace, so it cannot hold up later rounds or interpreter exit.
+    replace, so it cannot hold up later rounds or interpreter exit. Each strategy runs inside
+    a ``contextfuse.deadline`` scope ending with its allowance: past it, the store refuses
+    its reads and interrupts its running query, so an abandoned strategy stops using the
+    index (and any store or strategy that checks the deadline stops too).
 
     Results are validated: a strategy must return a list or tuple of ``ContextFragment``.
     Fragments are kept in the strategy's order while they fit its allocation (one that would
@@ -212,9 +216,12 @@ class ParallelStrategyExecutor:
             while (index := state.claim()) is not None:
                 allocation = tasks[index].allocation
                 try:
-                    outcome = _run_strategy(
-                        allocation, request, backends, plan_context, config, round_tokens
-                    )
+                    # A thread cannot be stopped: past its allowance the strategy is stopped
+                    # where it reads the store (see contextfuse.deadline).
+                    with deadline_scope(time.monotonic() + timeouts[index]):
+                        outcome = _run_strategy(
+                            allocation, request, backends, plan_context, config, round_tokens
+                        )
                 except Exception as exc:  # a bug of ours must not leave the round waiting
                     logger.exception("executor failed on strategy %s", allocation.name)
                     outcome = _failure(
