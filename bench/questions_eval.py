@@ -14,6 +14,14 @@ the payload as ``swebench_eval.py`` does:
   use     total_tokens / budget (the preamble's tokens are not in total_tokens);
   p50 ms  median wall time of one assemble call.
 
+Every figure is printed overall and per language (the language of a question's first gold
+file), with the number of questions of each language.
+
+Before anything is indexed, every gold entry is checked against the fetched file: the path
+must exist, ``lines`` must lie inside the file, and the last part of the symbol's name must
+appear in the first lines of that range; a question must name no identifier, file or path.
+Any failure stops the run with one line per wrong entry (``--check`` runs only this check).
+
 In the same run, a reference on the same files (the files the index holds): BM25 over code
 chunks, what a LlamaIndex or LangChain user with a code splitter gets. Python files are split
 with ``ast`` into one chunk per top-level function, one per method (with its class's header
@@ -25,7 +33,8 @@ chunk costs the cl100k_base tokens of ``# PATH:FIRST-LAST``, a newline and its t
 exactly its own lines at full source.
 
     python bench/questions_fetch.py
-    nice -n 10 python bench/questions_eval.py --out questions-report.json
+    python bench/questions_eval.py --check
+    nice -n 10 python bench/questions_eval.py --strategy default --out questions-report.json
 """
 
 from __future__ import annotations
@@ -39,13 +48,14 @@ import sys
 import tempfile
 import time
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import bm25s
 import numpy as np
+from questions_fetch import PROJECTS, nested_copy
 
 from contextfuse.assembler import ContextAssembler
 from contextfuse.kb import index
@@ -60,7 +70,22 @@ REFERENCE = "bm25-chunks"
 FULL_SOURCE = 9
 PRESENT = 2  # a file counts as present from this depth on
 WINDOW = 40
-LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".go": "go", ".rs": "rust"}
+LANGUAGES = {
+    ".py": "python",
+    ".js": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+}
+ALL = "all"  # the row of every language together
+HEAD_LINES = 3  # the symbol's name must appear within this many lines of its first line
+SYMBOL_PART = re.compile(r"[^.:]+$")  # Class.method, Type::method -> method
+# What a question must not contain: snake_case, camelCase, a path or a file name.
+IDENTIFIER = re.compile(
+    r"\b\w+_\w+\b|\b[a-z]+[A-Z]\w*\b|\w/\w|\b\w+\.(?:py|js|ts|go|rs|java|json|md)\b"
+)
 LOCATION = re.compile(r"L(\d+)-L(\d+)")
 WORD = re.compile(r"[A-Za-z0-9]+")
 CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")  # HTTPResponse2 -> HTTP Response 2
@@ -115,6 +140,33 @@ def load_questions(path: Path) -> list[Question]:
         if not gold:
             raise SystemExit(f"{path}:{number}: a question needs at least one gold definition")
     return out
+
+
+def gold_problems(questions: Sequence[Question], cache: Path) -> list[str]:
+    """One line per gold entry whose path, line range or symbol does not match its file,
+    and per question that names an identifier or a file."""
+    problems = []
+    texts: dict[Path, list[str]] = {}
+    for q in questions:
+        if IDENTIFIER.search(q.text):
+            problems.append(f"{q.repo}: question names an identifier or file: {q.text!r}")
+        for g in q.gold:
+            where = f"{q.repo}/{g.path} {g.symbol} [{g.first}, {g.last}]"
+            file = cache / q.repo / g.path
+            if file not in texts:
+                if not file.is_file():
+                    problems.append(f"{where}: no such file")
+                    continue
+                texts[file] = NEWLINE.split(file.read_bytes().decode("utf-8", "replace"))
+            lines = texts[file]
+            if not 1 <= g.first <= g.last <= len(lines):
+                problems.append(f"{where}: outside the file's {len(lines)} lines")
+                continue
+            name = SYMBOL_PART.search(g.symbol)
+            head = "\n".join(lines[g.first - 1 : min(g.last, g.first - 1 + HEAD_LINES)])
+            if name is None or name[0] not in head:
+                problems.append(f"{where}: {g.symbol!r} is not in the range's first lines")
+    return problems
 
 
 # ---- scoring ---------------------------------------------------------------------------------
@@ -351,30 +403,25 @@ def report(
                 f"| {selection} | {budget} | {s['defs']} | {s['all']} | {s['files']} | "
                 f"{s['use']} | {s['p50_ms']} | {s['errors']} |"
             )
+    by_language: dict[str, dict[str, Any]] = {}
     languages = sorted({q.language for q in questions})
-    counts = {lang: sum(q.language == lang for q in questions) for lang in languages}
-    print(
-        "\ndefs % by language (questions: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + ")"
-    )
-    print("| selection | budget | " + " | ".join(languages) + " |")
-    print("|---|---:|" + "---:|" * len(languages))
-    by_language: dict[str, dict[str, float]] = {}
+    budget_cells = " | ".join(f"{b // 1000}k defs / all" for b in budgets)
     for selection in [*selections, REFERENCE]:
-        for budget in budgets:
-            key = f"{selection}@{budget}"
+        print(f"\n{selection}, by language\n")
+        print(f"| language | questions | {budget_cells} |")
+        print("|---|---:|" + "---:|" * len(budgets))
+        for lang in [*languages, ALL]:
+            picked = [
+                (r, q) for r, q in zip(rows, questions, strict=True) if lang in (ALL, q.language)
+            ]
             cells = {}
-            for lang in languages:
-                picked = [
-                    r["results"][key]
-                    for r, q in zip(rows, questions, strict=True)
-                    if q.language == lang
-                ]
-                cells[lang] = summarize(picked, budget)["defs"]
-            by_language[key] = cells
-            print(
-                f"| {selection} | {budget} | " + " | ".join(str(cells[x]) for x in languages) + " |"
-            )
-    return {"by_selection": summary, "defs_by_language": by_language}
+            for budget in budgets:
+                key = f"{selection}@{budget}"
+                cells[key] = summarize([r["results"][key] for r, _ in picked], budget)
+                by_language.setdefault(key, {})[lang] = cells[key]
+            figures = " | ".join(f"{c['defs']} / {c['all']}" for c in cells.values())
+            print(f"| {lang} | {len(picked)} | {figures} |")
+    return {"by_selection": summary, "by_language": by_language}
 
 
 def main() -> None:
@@ -390,6 +437,7 @@ def main() -> None:
     )
     parser.add_argument("--repos", help="comma-separated cache folder names to keep")
     parser.add_argument("--out", type=Path, help="write the summary and per-question rows as JSON")
+    parser.add_argument("--check", action="store_true", help="check the gold entries and stop")
     args = parser.parse_args()
 
     questions = load_questions(args.questions)
@@ -402,6 +450,25 @@ def main() -> None:
     missing = [repo for repo in by_repo if not (args.cache / repo).is_dir()]
     if missing:
         raise SystemExit(f"not in {args.cache}: {', '.join(missing)} (run questions_fetch.py)")
+    projects_by_folder = {p.folder: p for p in PROJECTS}
+    nested = [
+        f"{copy} is a second copy of its project: delete it"
+        for repo in by_repo
+        if repo in projects_by_folder
+        and (copy := nested_copy(projects_by_folder[repo], args.cache / repo)) is not None
+    ]
+    problems = nested + gold_problems(questions, args.cache)
+    if problems:
+        raise SystemExit("the questions do not match the fetched projects:\n" + "\n".join(problems))
+    counts = Counter(q.language for q in questions)
+    print(
+        f"{len(questions)} questions, {sum(len(q.gold) for q in questions)} gold definitions "
+        f"checked, {len(by_repo)} projects; by language: "
+        + ", ".join(f"{lang} {counts[lang]}" for lang in sorted(counts)),
+        file=sys.stderr,
+    )
+    if args.check:
+        return
 
     started = time.time()
     rows: list[dict[str, Any]] = []

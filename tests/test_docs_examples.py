@@ -35,27 +35,18 @@ def test_the_spec_example_usage_gives_its_numbers():
     assert "Strategies: ('relevance',)" in out
 
 
-def test_the_strategy_in_under_thirty_lines_works():
-    strategy, _, _ = python_blocks(ROOT / "docs" / "writing-plugins.md")
+def test_the_strategy_in_under_thirty_lines_is_under_thirty_lines_and_conforms():
+    strategy = python_blocks(ROOT / "docs" / "writing-plugins.md")[0]
     assert len(strategy.strip().splitlines()) < 30
     out = run(
         strategy
         + (
-            "\nfrom datetime import datetime, timezone\n"
-            "from contextfuse import *\n"
-            "pm = make_plugin_manager(autoload=False)\n"
-            "import sys; pm.register_plugin(sys.modules[__name__], 'newest')\n"
-            "old = ContextFragment(uko_node='old', content='o', token_count=10,"
-            " created_at=datetime(2020, 1, 1, tzinfo=timezone.utc),"
-            " provenance=FragmentProvenance(resource_uri='old'))\n"
-            "new = ContextFragment(uko_node='new', content='n', token_count=10,"
-            " provenance=FragmentProvenance(resource_uri='new'))\n"
-            "p = ACMSPipeline(plugin_manager=pm).assemble('p', [old, new],"
-            " ContextBudget(max_tokens=10, reserved_tokens=0), strategy='newest-first')\n"
-            "print([f.uko_node for f in p.fragments])\n"
+            "\nfrom contextfuse.testing import assert_strategy_conforms\n"
+            "(found,) = contextfuse_strategies()\n"
+            "print(assert_strategy_conforms(found).name)\n"
         )
     )
-    assert out.strip() == "['new']"
+    assert out.strip() == "definitions-first"
 
 
 def test_the_component_replacement_example_replaces_the_scorer():

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from contextfuse import ContextFragment, FragmentProvenance
 from contextfuse.backends import Node
+from contextfuse.node_scoring import ranking_of
 from contextfuse.signals import (
     PROSE_PRIOR,
     TEST_PRIOR,
     RequestIntent,
-    annotate_signals,
     is_test_path,
     node_prior,
     reciprocal_rank_fusion,
@@ -76,17 +75,13 @@ def test_a_list_with_weight_zero_is_left_out() -> None:
     assert reciprocal_rank_fusion({"text": ["a"]}, {"text": 0.0}) == {}
 
 
-def test_fragments_are_annotated_with_the_rank_each_signal_gave_them() -> None:
-    fragment = ContextFragment(
-        uko_node="project://p/a.py#f",
-        content="def f(): ...",
-        token_count=4,
-        provenance=FragmentProvenance(resource_uri="project://p/a.py"),
+def test_each_candidate_says_the_rank_each_signal_gave_it() -> None:
+    ranked = ranking_of(
+        {"project://p/a.py#f": 0.5, "project://p/b.py": 0.9},
+        {"text": ["project://p/b.py", "project://p/a.py#f"], "graph": []},
     )
-    (annotated,) = annotate_signals(
-        [fragment], {"text": ["project://p/b.py", "project://p/a.py#f"], "graph": []}
-    )
-    assert annotated.metadata["signals"] == "text #2"
+    assert [r.uri for r in ranked] == ["project://p/b.py", "project://p/a.py#f"]
+    assert ranked[1].signals == {"text": 2}
 
 
 @pytest.mark.parametrize(

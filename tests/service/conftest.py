@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.server.app import build_asgi
 from contextfuse.server.run import bind, prepare
 from contextfuse.server.settings import ServerSettings
@@ -35,6 +37,24 @@ def make_repo(root: Path) -> Path:
     subprocess.run([*git, "add", "."], cwd=root, check=True)
     subprocess.run([*git, "commit", "-qm", "init"], cwd=root, check=True)
     return root
+
+
+def launched(command: list[str], wait_s: float = 120) -> tuple[subprocess.Popen[str], str | None]:
+    """Start ``command`` (a contextfuse command that serves); the process and the URL it
+    announces on standard error (None if it stopped or said nothing within ``wait_s``)."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        found = re.search(r" on (http://\S+)", line)
+        if found:
+            return process, found.group(1)
+    return process, None
 
 
 @contextmanager
@@ -59,6 +79,27 @@ def running(settings: ServerSettings) -> Iterator[str]:
         sock.close()
 
 
+@contextmanager
+def cli_server(*args: str) -> Iterator[str]:
+    """``contextfuse ARGS`` as a real process; yields the first address it announces."""
+    process, url = launched([sys.executable, "-m", "contextfuse.cli.main", *args])
+    assert process.stderr is not None
+    try:
+        assert url, "the server did not announce its URL"
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        process.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def served_process() -> Callable[..., Any]:
+    """Start a command that serves (``serve``, ``explore``) as a process: a context manager
+    yielding the address it announces."""
+    return cli_server
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The repository the module's server serves as project ``demo``."""
@@ -71,6 +112,25 @@ def service(repo: Path) -> Iterator[str]:
     settings = ServerSettings(projects={"demo": repo}, max_body_bytes=64 * 1024)
     with running(settings) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def service_token() -> str:
+    """The bearer token ``guarded_service`` wants."""
+    return "service-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def guarded_service(repo: Path, service_token: str) -> Iterator[str]:
+    """The base URL of a server for the module that wants the bearer token."""
+    with running(ServerSettings(projects={"demo": repo}, token=service_token)) as url:
+        yield url
+
+
+@pytest.fixture
+def launch() -> Callable[..., tuple[subprocess.Popen[str], str | None]]:
+    """Start a ``contextfuse serve`` command line (see :func:`launched`)."""
+    return launched
 
 
 @pytest.fixture

@@ -184,9 +184,15 @@ class NodeStore(Protocol):
         ...
 
     def get_renderings(
-        self, uris: Sequence[str], depths: Sequence[int] | None = None
+        self,
+        uris: Sequence[str],
+        depths: Sequence[int] | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, dict[int, Rendering]]:
-        """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None."""
+        """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None.
+
+        ``max_tokens``: renderings of more tokens are left out (never read).
+        """
         ...
 
     def children(self, uri: str) -> list[Node]:

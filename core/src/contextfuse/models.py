@@ -62,6 +62,14 @@ class DetailDepth:
     FULL_SOURCE = 9
     FALLBACK = (9, 4, 2, 0)
 
+    @staticmethod
+    def describe(depth: int) -> str:
+        """The depth in words: ``full source``, ``signatures``, ``outline``, ``listing``."""
+        return _DEPTH_NAMES.get(depth, f"depth {depth}")
+
+
+_DEPTH_NAMES = {9: "full source", 4: "signatures", 2: "outline", 0: "listing"}
+
 
 def new_ulid() -> str:
     """A fresh ULID as its 26-character string."""

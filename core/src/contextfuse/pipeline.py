@@ -32,10 +32,10 @@ from contextfuse.models import (
     ContextRequest,
     PlanContext,
 )
-from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
+from contextfuse.plugin_manager import ContextfusePluginManager, make_plugin_manager
 from contextfuse.registry import StrategyRegistry
 from contextfuse.slots import SLOTS
-from contextfuse.strategy import ContextStrategy, RenamedStrategy, as_strategy
+from contextfuse.strategy import AnyStrategy, as_strategy, renamed
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
 __all__ = ["ACMSPipeline", "PipelineConfig"]
@@ -130,18 +130,15 @@ class ACMSPipeline:
         return self._components[slot]
 
     @property
-    def strategies(self) -> dict[str, ContextStrategy]:
+    def strategies(self) -> dict[str, AnyStrategy]:
         """Registered strategies by name (the registry's, enabled or not)."""
         return {entry.name: entry.strategy for entry in self.registry.entries()}
 
     def register_strategy(self, name: str, strategy: Any) -> None:
         """Register ``strategy`` under ``name`` (v1 strategies are adapted)."""
-        adapted = as_strategy(strategy, name)
-        if adapted.name != name:
-            adapted = RenamedStrategy(adapted, name)
-        self.registry.register(name, adapted)
+        self.registry.register(name, renamed(as_strategy(strategy, name), name))
 
-    def _resolve_strategies(self, names: Sequence[str] | None) -> list[ContextStrategy]:
+    def _resolve_strategies(self, names: Sequence[str] | None) -> list[AnyStrategy]:
         if names is None:
             return [entry.strategy for entry in self.registry.entries()]
         return [self.registry.get(name) for name in names]
@@ -230,17 +227,6 @@ class ACMSPipeline:
         )
 
         scored = list(fusion.scored)
-        if len(coordination.strategies_used) > 1:
-            scored = self._keep_best(
-                scored,
-                chosen,
-                coordination.strategies_used,
-                request,
-                backends,
-                plan,
-                budget.available_tokens,
-                reserve,
-            )
 
         # Phase 3: finalization.
         ordered: list[ScoredFragment] = self._components["fragment_orderer"].order(scored, request)
@@ -303,52 +289,15 @@ class ACMSPipeline:
         )
         return result
 
-    def _keep_best(
-        self,
-        scored: list[ScoredFragment],
-        chosen: Sequence[ContextStrategy],
-        used_names: Sequence[str],
-        request: ContextRequest,
-        backends: BackendSet,
-        plan: PlanContext,
-        available: int,
-        reserve: int,
-    ) -> list[ScoredFragment]:
-        """The fused fragments rebuilt on the best strategy's own payload (``best_alone``).
-
-        The best strategy gets the budget it would get alone (the preamble's reserve comes
-        off while packing, as it does for one strategy), less the complementary fragments.
-        """
-        from contextfuse.components.best_alone import complementary, keep_best
-
-        ran = [s for s in chosen if s.name in used_names]
-        best = max(ran, key=lambda s: (s.capabilities.quality_score, s.name))
-        others = {t for s in ran if s is not best for t in s.capabilities.resource_types}
-        kept = complementary(scored, others - set(best.capabilities.resource_types))
-        room = available - sum(s.token_count for s in kept)
-        if room < 1 or available - reserve < 1:
-            return scored
-        try:
-            alone = best.assemble(
-                request, backends, ContextBudget(max_tokens=room, reserved_tokens=0), plan
-            )
-        except Exception:
-            log.warning("fusion: strategy %s failed alone; fused as is", best.name, exc_info=True)
-            return scored
-        return keep_best(scored, alone, kept, available - reserve, best.name)
-
     def _preamble_reserve(self, budget: ContextBudget) -> int:
         share = int(budget.available_tokens * self.config.preamble_share)
         return max(0, min(share, self.config.preamble_max_tokens))
 
     def _notify(self, request: ContextRequest, payload: ContextPayload) -> None:
-        # One call per observer, so that one failing observer does not silence the others.
-        observers = self.plugin_manager.each_implementation("contextfuse_assembly_finished")
-        for plugin_name, caller in observers:
-            try:
-                caller(request=request, payload=payload)
-            except Exception:
-                log.exception("observer %s failed in contextfuse_assembly_finished", plugin_name)
+        # One call; a failing observer is logged and does not silence the others.
+        self.plugin_manager.notify(
+            "contextfuse_assembly_finished", request=request, payload=payload
+        )
 
 
 def _fusion_config(section: Mapping[str, Any]) -> Any:
@@ -368,59 +317,92 @@ def _explain(
     reserve: int,
     seconds: float,
 ) -> dict[str, Any]:
-    fallbacks = dict(fusion.fallbacks)
+    """What the pipeline decided, in units a reader can check (``--explain``, the explorer)."""
     ranks = coordination.ranks()
+    fallbacks, notes, reasons = fusion.fallbacks, fusion.packer_notes, fusion.depth_reasons
+    kept = {s.fragment.uko_node for s in ordered}
+    ended = "fragment cap" if fusion.stopped_by == "fragment cap" else "not reached"
+    omitted = [
+        {
+            "uko_node": s.fragment.uko_node,
+            "score": round(s.score, 6),
+            "depth": s.fragment.detail_depth,
+            "tokens": s.fragment.token_count,
+            "reason": notes.get(s.fragment.uko_node, ended),
+        }
+        for s in fusion.omitted
+        if s.fragment.metadata.get("role", "candidate") == "candidate"
+        and s.fragment.uko_node not in kept
+    ][:_OMITTED_SHOWN]
+    for result in coordination.results:
+        for uri in result.stats.get("below_cut_shown", ()):
+            omitted.append(
+                {"uko_node": uri, "strategy": result.strategy_name, "reason": "below the cut"}
+            )
     return {
         "allocations": [list(a) for a in coordination.allocations],
         "circuit_broken": list(coordination.circuit_broken),
         "strategy_errors": {
             r.strategy_name: list(r.errors) for r in coordination.results if r.errors
         },
+        "candidates": {
+            r.strategy_name: {
+                "rendered": len(r.stats.get("rank_order", ())),
+                "below_cut": int(r.stats.get("below_cut", 0)),
+            }
+            for r in coordination.results
+            if r.stats.get("ranked")
+        },
         "preamble_reserve": reserve,
+        "available_tokens": fusion.available_tokens,
         "dedup_count": fusion.dedup_count,
+        "dropped_by_overage_guard": fusion.dropped_by_overage_guard,
         "depth_resolved_count": fusion.depth_resolved_count,
-        "fragments": [
-            {
-                "uko_node": s.fragment.uko_node,
-                "strategies": list(s.strategies),
-                "score": round(s.score, 6),
-                "components": {k: round(v, 6) for k, v in s.components.items()},
-                # The evidence the score is made of, in units a reader can check: each
-                # strategy's own rank of the node (1 = its best) and the share that agreed.
-                "ranks": {
-                    name: order[s.fragment.uko_node] + 1
-                    for name, order in ranks.items()
-                    if s.fragment.uko_node in order
-                },
-                "agreement": round(
-                    sum(s.fragment.uko_node in order for order in ranks.values())
-                    / max(1, len(ranks)),
-                    3,
-                ),
-                "depth": s.fragment.detail_depth,
-                "depth_reason": (
-                    f"fell back from depth {fallbacks[s.fragment.uko_node][0]} to "
-                    f"{fallbacks[s.fragment.uko_node][1]}: the deeper rendering did not fit"
-                    if s.fragment.uko_node in fallbacks
-                    else str(
-                        s.fragment.metadata.get(
-                            "depth_reason", "deepest rendering returned; it fit"
-                        )
-                    )
-                ),
-                "signals": str(s.fragment.metadata.get("signals", "")),
-                "tokens": s.fragment.token_count,
-            }
-            for s in ordered
-        ],
-        "omitted": [
-            {
-                "uko_node": s.fragment.uko_node,
-                "score": round(s.score, 6),
-                "depth": s.fragment.detail_depth,
-                "tokens": s.fragment.token_count,
-            }
-            for s in list(fusion.omitted)[:50]
-        ],
+        "stopped_by": fusion.stopped_by,
+        "fragments": [_explain_fragment(s, ranks, fallbacks, notes, reasons) for s in ordered],
+        "omitted": omitted,
         "seconds": round(seconds, 4),
+    }
+
+
+#: Omitted fragments listed by ``--explain`` at most (the best of them).
+_OMITTED_SHOWN = 50
+
+
+def _explain_fragment(
+    scored: ScoredFragment,
+    ranks: Mapping[str, Mapping[str, int]],
+    fallbacks: Mapping[str, tuple[int, int]],
+    notes: Mapping[str, str],
+    reasons: Mapping[str, str],
+) -> dict[str, Any]:
+    fragment = scored.fragment
+    node = fragment.uko_node
+    if node in fallbacks:
+        depth_by = "budget_packer"
+        before, after = fallbacks[node]
+        reason = notes.get(node) or (
+            f"fell back from depth {before} to {after}: the deeper rendering did not fit"
+        )
+    elif node in reasons:
+        depth_by, reason = "detail_depth_resolver", reasons[node]
+    else:
+        depth_by = "strategy"
+        reason = str(fragment.metadata.get("depth_reason", "the rendering the strategy returned"))
+    return {
+        "uko_node": node,
+        "resource_uri": fragment.provenance.resource_uri,
+        "location": fragment.provenance.location,
+        "strategies": list(scored.strategies),
+        "score": round(scored.score, 6),
+        "components": {k: round(v, 6) for k, v in scored.components.items()},
+        # Each strategy's own rank of the node (1 = its best) and the share that agreed.
+        "ranks": {name: order[node] + 1 for name, order in ranks.items() if node in order},
+        "agreement": round(sum(node in order for order in ranks.values()) / max(1, len(ranks)), 3),
+        "depth": fragment.detail_depth,
+        "depth_by": depth_by,
+        "depth_reason": reason,
+        "signals": str(fragment.metadata.get("signals", "")),
+        "redacted": int(fragment.metadata.get("redacted", "0") or 0),
+        "tokens": fragment.token_count,
     }

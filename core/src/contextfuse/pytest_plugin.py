@@ -7,7 +7,9 @@ Installed with ``contextfuse-core``, so a plugin's tests can use them without a 
 * ``contextfuse_strategy``: builds a minimal strategy (name, capabilities, confidence, result);
 * ``contextfuse_repo``: an indexed git repository built from a dict of files and commits,
   returned as its open ``BackendSet`` (closed after the test);
-* ``contextfuse_conformance``: the strategy conformance check.
+* ``contextfuse_conformance``: the strategy conformance check;
+* ``contextfuse_assemble``: what a user gets from a strategy: the default pipeline's payload
+  (``assemble(strategy, backends, query, budget=2000)``).
 
 Nothing of contextfuse is imported until a fixture is used, so pytest starts as fast as before.
 """
@@ -24,9 +26,10 @@ import pytest
 if TYPE_CHECKING:
     from contextfuse.backends import BackendSet
     from contextfuse.models import ContextFragment
-    from contextfuse.plugins import ContextfusePluginManager
+    from contextfuse.plugin_manager import ContextfusePluginManager
 
 __all__ = [
+    "contextfuse_assemble",
     "contextfuse_conformance",
     "contextfuse_fragment",
     "contextfuse_pm",
@@ -40,7 +43,7 @@ Files = Mapping[str, str]
 @pytest.fixture
 def contextfuse_pm() -> ContextfusePluginManager:
     """A fresh plugin manager: the core defaults, no installed plugins."""
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
 
     return make_plugin_manager(autoload=False)
 
@@ -148,3 +151,11 @@ def contextfuse_conformance() -> Callable[..., Any]:
     from contextfuse.testing import assert_strategy_conforms
 
     return assert_strategy_conforms
+
+
+@pytest.fixture
+def contextfuse_assemble() -> Callable[..., Any]:
+    """``assemble(strategy, backends, query, budget=2000)``: the default pipeline's payload."""
+    from contextfuse.testing import assemble_with
+
+    return assemble_with

@@ -14,12 +14,10 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from contextfuse.backends import Node, NodeStore
-from contextfuse.models import ContextFragment
 
 __all__ = [
     "RRF_K",
     "RequestIntent",
-    "annotate_signals",
     "is_test_path",
     "node_prior",
     "reciprocal_rank_fusion",
@@ -117,29 +115,3 @@ def reciprocal_rank_fusion(
         for rank, uri in enumerate(ranking, start=1):
             fused[uri] = fused.get(uri, 0.0) + weight / (k + rank)
     return fused
-
-
-def annotate_signals(
-    fragments: Sequence[ContextFragment], rankings: Mapping[str, Sequence[str]]
-) -> list[ContextFragment]:
-    """The fragments with ``metadata["signals"]``: the rank each list gave the fragment's node.
-
-    ``signals`` reads like ``text #3, vector #12, graph #40``, so ``--explain`` can say why
-    a node was chosen.
-    """
-    positions = {
-        name: {uri: rank for rank, uri in enumerate(ranking, start=1)}
-        for name, ranking in rankings.items()
-    }
-    annotated: list[ContextFragment] = []
-    for fragment in fragments:
-        found = [
-            f"{name} #{ranks[fragment.uko_node]}"
-            for name, ranks in positions.items()
-            if fragment.uko_node in ranks
-        ]
-        if found:
-            metadata = {**fragment.metadata, "signals": ", ".join(found)}
-            fragment = fragment.model_copy(update={"metadata": metadata})
-        annotated.append(fragment)
-    return annotated

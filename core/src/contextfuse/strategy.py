@@ -1,14 +1,24 @@
-"""The strategy protocol (spec signatures) and the adapter for strategies written for v1.
+"""The strategy protocols and the adapter for strategies written for v1.
 
-A v1 strategy has ``can_handle(request: dict)`` and ``assemble(fragments, budget)``; it is
-wrapped so that it receives the pre-fetched fragments from the ``fragments`` backend.
+Two kinds of strategy run in the pipeline:
+
+* a **ranking strategy** (``RankingStrategy``) returns its candidates best first from
+  ``rank(request, backends, plan_context)``; the pipeline renders them and its components
+  choose depths and spend the budget, so every ranking strategy gets the same packing;
+* a **fragment strategy** (the specification's ``ContextStrategy``) returns ready fragments
+  within its allocation from ``assemble(request, backends, budget, plan_context)``.
+
+A v1 strategy (``can_handle(request: dict)``, ``assemble(fragments, budget)``) is recognised by
+what it declares: capabilities that name no backend (a v1 strategy reads only the fragments
+it is handed) and an ``assemble`` made for those two arguments. It is wrapped so that it
+receives the pre-fetched fragments from the ``fragments`` backend.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from contextfuse.backends import BackendSet
 from contextfuse.models import (
@@ -18,15 +28,21 @@ from contextfuse.models import (
     PlanContext,
     StrategyCapabilities,
 )
+from contextfuse.ranked import Ranked
 
 __all__ = [
     "ALL_RESOURCE_TYPES",
+    "AnyStrategy",
     "ContextStrategy",
+    "RankingStrategy",
+    "RenamedRanker",
     "RenamedStrategy",
     "V1StrategyAdapter",
     "as_strategy",
     "greedy_fill",
+    "is_ranking_strategy",
     "is_v1_strategy",
+    "renamed",
 ]
 
 #: ``resource_types`` value of a strategy that handles every resource type.
@@ -35,7 +51,7 @@ ALL_RESOURCE_TYPES: tuple[str, ...] = ("*",)
 
 @runtime_checkable
 class ContextStrategy(Protocol):
-    """A retrieval strategy (spec/strategy-registry.md)."""
+    """A fragment strategy (spec/strategy-registry.md): fragments within its allocation."""
 
     @property
     def name(self) -> str:
@@ -66,21 +82,69 @@ class ContextStrategy(Protocol):
         ...
 
 
-def _positional_names(func: Any) -> list[str]:
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    return [
-        p.name
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
-    ]
+@runtime_checkable
+class RankingStrategy(Protocol):
+    """A strategy that ranks: its candidates, best first; the pipeline spends the budget."""
+
+    @property
+    def name(self) -> str:
+        """Unique strategy name."""
+        ...
+
+    @property
+    def capabilities(self) -> StrategyCapabilities:
+        """Backend requirements and quality score."""
+        ...
+
+    def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
+        """Confidence 0.0-1.0 that this strategy serves ``request`` well."""
+        ...
+
+    def rank(
+        self, request: ContextRequest, backends: BackendSet, plan_context: PlanContext
+    ) -> Sequence[Ranked]:
+        """The candidates for ``request``, best first (no budget: the pipeline spends it)."""
+        ...
+
+    def explain(self) -> str:
+        """A human-readable description."""
+        ...
+
+
+#: Either kind of strategy, as the registry and the pipeline hold them.
+AnyStrategy: TypeAlias = ContextStrategy | RankingStrategy
+
+
+def is_ranking_strategy(obj: Any) -> bool:
+    """True for a strategy that ranks (it has a ``rank`` method)."""
+    return callable(getattr(obj, "rank", None))
 
 
 def is_v1_strategy(obj: Any) -> bool:
-    """True for a strategy with the v1 signatures ``assemble(fragments, budget)``."""
-    return len(_positional_names(getattr(obj, "assemble", None))) == 2
+    """True for a strategy written for v1: it declares no backend, and its ``assemble`` does
+    not accept the specification's ``(request, backends, budget, plan_context)``.
+
+    A v1 strategy only ranks the fragments it is handed (``assemble(fragments, budget)``):
+    capabilities that name no backend (v1's ``supports_semantic_search``... or a
+    ``StrategyCapabilities`` without a ``uses_*`` flag) and a signature made for two
+    arguments declare exactly that.
+    """
+    if is_ranking_strategy(obj):
+        return False
+    caps = getattr(obj, "capabilities", None)
+    if isinstance(caps, StrategyCapabilities) and caps.required_backends:
+        return False
+    return not _accepts_spec_arguments(getattr(obj, "assemble", None))
+
+
+def _accepts_spec_arguments(method: Any) -> bool:
+    try:
+        inspect.signature(method).bind(None, None, None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): assume the spec's
+        return True
+    return True
 
 
 def greedy_fill(fragments: Sequence[ContextFragment], available: int) -> list[ContextFragment]:
@@ -141,7 +205,7 @@ class V1StrategyAdapter:
 
 
 class RenamedStrategy:
-    """A strategy registered under another name than its own."""
+    """A fragment strategy registered under another name than its own."""
 
     def __init__(self, strategy: ContextStrategy, name: str) -> None:
         self._inner = strategy
@@ -171,18 +235,59 @@ class RenamedStrategy:
         return self._inner.explain()
 
 
-def as_strategy(obj: Any, name: str | None = None) -> ContextStrategy:
-    """Return ``obj`` as a spec-protocol strategy, adapting a v1 strategy if needed."""
-    if is_v1_strategy(obj):
-        return V1StrategyAdapter(obj, name)
-    if not isinstance(obj, ContextStrategy):
-        missing = [
-            m
-            for m in ("name", "capabilities", "can_handle", "assemble", "explain")
-            if not hasattr(obj, m)
-        ]
+class RenamedRanker:
+    """A ranking strategy registered under another name than its own."""
+
+    def __init__(self, strategy: RankingStrategy, name: str) -> None:
+        self._inner = strategy
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def capabilities(self) -> StrategyCapabilities:
+        return self._inner.capabilities
+
+    def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
+        return self._inner.can_handle(request, backends)
+
+    def rank(
+        self, request: ContextRequest, backends: BackendSet, plan_context: PlanContext
+    ) -> Sequence[Ranked]:
+        return self._inner.rank(request, backends, plan_context)
+
+    def explain(self) -> str:
+        return self._inner.explain()
+
+
+def renamed(strategy: AnyStrategy, name: str) -> AnyStrategy:
+    """``strategy`` under ``name`` (itself when the names agree)."""
+    if strategy.name == name:
+        return strategy
+    if isinstance(strategy, RankingStrategy):
+        return RenamedRanker(strategy, name)
+    return RenamedStrategy(strategy, name)
+
+
+def as_strategy(obj: Any, name: str | None = None) -> AnyStrategy:
+    """Return ``obj`` as a strategy of the pipeline, adapting a v1 strategy if needed."""
+    ranking = is_ranking_strategy(obj)
+    if not ranking and not callable(getattr(obj, "assemble", None)):
+        raise TypeError(
+            f"{type(obj).__qualname__} is not a context strategy: it has neither rank() "
+            "(a ranking strategy) nor assemble() (a fragment strategy)"
+        )
+    v1 = is_v1_strategy(obj)
+    members = ("name", "can_handle", "explain") if v1 else ("name", "capabilities", "can_handle")
+    protocol: type[Any] = RankingStrategy if ranking else ContextStrategy
+    missing = [m for m in members if not hasattr(obj, m)]
+    if missing or not (v1 or isinstance(obj, protocol)):
         raise TypeError(
             f"{type(obj).__qualname__} is not a context strategy"
             + (f": missing {', '.join(missing)}" if missing else "")
         )
-    return obj
+    if v1:
+        return V1StrategyAdapter(obj, name)
+    return obj  # type: ignore[no-any-return]

@@ -148,6 +148,9 @@ def test_config_defaults_are_the_specs() -> None:
         "per_strategy_max_cap": None,
         "circuit_breaker_cooldown": 30.0,
         "max_fragments_per_strategy": 100,
+        "min_candidates": 150,
+        "tokens_per_candidate": 40,
+        "header_files": 40,
         "strategy_limits": {},
     }
 

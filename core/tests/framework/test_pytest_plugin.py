@@ -38,3 +38,25 @@ def test_an_indexed_repository_is_built_from_files_and_commits(contextfuse_repo)
     )
     assert backends.text is not None and backends.temporal is not None
     assert len(backends.text.search("call", limit=5)) >= 1
+
+
+def test_a_ranking_strategy_is_assembled_as_a_user_gets_it(contextfuse_repo, contextfuse_assemble):
+    from contextfuse.plugin import Ranked, StrategyCapabilities
+
+    class FirstHit:
+        name = "first-hit"
+        capabilities = StrategyCapabilities(uses_text=True, resource_types=("code",))
+
+        def can_handle(self, request, backends):
+            return 0.5
+
+        def rank(self, request, backends, plan_context):
+            return [Ranked(h.uri, h.score) for h in backends.text.search(request.query, limit=5)]
+
+        def explain(self):
+            return "the first full-text hits"
+
+    backends = contextfuse_repo({"app.py": "def serve():\n    return 1\n"})
+    payload = contextfuse_assemble(FirstHit(), backends, "serve", 200)
+    assert any(f.detail_depth == 9 and "def serve" in f.content for f in payload.fragments)
+    assert payload.total_tokens <= 200

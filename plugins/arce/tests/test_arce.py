@@ -7,11 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse import BackendSet, ContextRequest, PlanContext
 from contextfuse.kb import index, open_backends
-from contextfuse.plugins import make_plugin_manager
-from contextfuse.selection import HEADER_SYMBOL
-from contextfuse.testing import assert_strategy_conforms
+from contextfuse.plugin_manager import make_plugin_manager
+from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_arce import ArceStrategy, ArceWeights
 
 FILES = {
@@ -94,12 +93,7 @@ def backends(tmp_path_factory) -> Iterator[BackendSet]:
 
 
 def _assemble(backends: BackendSet, query: str, budget: int = 2000) -> list:
-    return ArceStrategy().assemble(
-        ContextRequest(query=query),
-        backends,
-        ContextBudget(max_tokens=budget, reserved_tokens=0),
-        PlanContext(),
-    )
+    return list(assemble_with(ArceStrategy(), backends, query, budget).fragments)
 
 
 def test_arce_conforms_to_the_strategy_protocol(backends):
@@ -126,9 +120,13 @@ def test_graph_neighbours_of_the_best_hits_are_found(backends):
 
 
 def test_each_fragment_says_which_signals_found_it_and_why_its_depth(backends):
-    fragments = _assemble(backends, "how does the client follow redirects")
-    assert all("signals" in f.metadata for f in fragments if HEADER_SYMBOL not in f.uko_node)
-    assert all(f.metadata["depth_reason"] for f in fragments)
+    payload = assemble_with(
+        ArceStrategy(), backends, "how does the client follow redirects", explain=True
+    )
+    assert payload.explanation is not None
+    rows = payload.explanation["fragments"]
+    assert all(row["signals"] for row in rows if not row["uko_node"].endswith("#<header>"))
+    assert all(row["depth_reason"] for row in rows)
 
 
 def test_the_budget_is_never_exceeded(backends):
@@ -138,13 +136,11 @@ def test_the_budget_is_never_exceeded(backends):
 
 def test_without_vectors_arce_still_ranks_by_text_and_graph(backends):
     no_vectors = backends.model_copy(update={"vector": None})
-    fragments = ArceStrategy().assemble(
-        ContextRequest(query="resolve_location"),
-        no_vectors,
-        ContextBudget(max_tokens=2000, reserved_tokens=0),
-        PlanContext(),
+    ranked = ArceStrategy().rank(
+        ContextRequest(query="resolve_location"), no_vectors, PlanContext()
     )
-    assert any(f.detail_depth == 9 and "def resolve_location" in f.content for f in fragments)
+    assert ranked[0].uri.endswith("#resolve_location")
+    assert "vector" not in ranked[0].signals
 
 
 def test_the_code_list_holds_implementation_code_but_no_tests_or_prose(backends):

@@ -7,11 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse import BackendSet, ContextRequest
 from contextfuse.kb import index, open_backends
-from contextfuse.plugins import make_plugin_manager
-from contextfuse.selection import HEADER_SYMBOL
-from contextfuse.testing import assert_strategy_conforms
+from contextfuse.plugin_manager import make_plugin_manager
+from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_breadth_depth_navigator import BreadthDepthNavigator
 
 FILES = {
@@ -94,12 +93,7 @@ def backends(tmp_path_factory) -> Iterator[BackendSet]:
 
 
 def _assemble(backends: BackendSet, query: str, budget: int = 2000) -> list:
-    return BreadthDepthNavigator().assemble(
-        ContextRequest(query=query),
-        backends,
-        ContextBudget(max_tokens=budget, reserved_tokens=0),
-        PlanContext(),
-    )
+    return list(assemble_with(BreadthDepthNavigator(), backends, query, budget).fragments)
 
 
 def test_the_navigator_conforms_to_the_strategy_protocol(backends):
@@ -121,9 +115,13 @@ def test_the_named_symbol_is_the_focus_at_full_source(backends):
 
 
 def test_each_fragment_says_why_it_got_its_depth_and_how_it_was_found(backends):
-    fragments = _assemble(backends, "how does the client follow redirects")
-    assert all(f.metadata["depth_reason"] for f in fragments)
-    assert all("signals" in f.metadata for f in fragments if HEADER_SYMBOL not in f.uko_node)
+    payload = assemble_with(
+        BreadthDepthNavigator(), backends, "how does the client follow redirects", explain=True
+    )
+    assert payload.explanation is not None
+    rows = payload.explanation["fragments"]
+    assert all(row["depth_reason"] for row in rows)
+    assert all(row["signals"] for row in rows if not row["uko_node"].endswith("#<header>"))
 
 
 def test_implementation_outranks_tests_for_a_plain_question(backends):

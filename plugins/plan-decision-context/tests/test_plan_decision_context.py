@@ -15,9 +15,9 @@ from contextfuse.assembler import ContextAssembler
 from contextfuse.backends import BackendSet
 from contextfuse.config import ContextfuseConfig
 from contextfuse.kb import index, open_backends, open_plan_store
-from contextfuse.models import ContextBudget, ContextFragment, ContextRequest, PlanContext
-from contextfuse.plugins import make_plugin_manager
-from contextfuse.testing import assert_strategy_conforms
+from contextfuse.models import ContextFragment, ContextRequest, PlanContext
+from contextfuse.plugin_manager import make_plugin_manager
+from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_plan_decision_context import PlanDecisionContextStrategy
 from contextfuse_plan_decision_context import plugin as plugin_module
 
@@ -139,12 +139,14 @@ def backends(repo: Path, plans: dict[str, Any]) -> Iterator[BackendSet]:
 def run(
     backends: BackendSet, query: str = "", plan_id: str | None = None, tokens: int = 4000
 ) -> list[ContextFragment]:
-    return PlanDecisionContextStrategy().assemble(
-        ContextRequest(query=query, plan_id=plan_id),
+    payload = assemble_with(
+        PlanDecisionContextStrategy(),
         backends,
-        ContextBudget.of(tokens),
-        PlanContext(plan_id=plan_id or ""),
+        ContextRequest(query=query, plan_id=plan_id),
+        tokens,
+        plan_context=PlanContext(plan_id=plan_id or ""),
     )
+    return list(payload.fragments)
 
 
 def titles(fragments: list[ContextFragment]) -> list[str]:

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse import BackendSet, ContextRequest
 from contextfuse.kb import index, open_backends
-from contextfuse.plugins import make_plugin_manager
-from contextfuse.testing import assert_strategy_conforms
+from contextfuse.plugin_manager import make_plugin_manager
+from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_semantic_embedding import SemanticEmbeddingStrategy, SemanticIndexContributor
 
 FILES = {
@@ -64,9 +64,7 @@ def backends(repo, stats) -> Iterator[BackendSet]:
 
 
 def assemble(backends, query):
-    return SemanticEmbeddingStrategy().assemble(
-        ContextRequest(query=query), backends, ContextBudget.of(2000), PlanContext()
-    )
+    return list(assemble_with(SemanticEmbeddingStrategy(), backends, query).fragments)
 
 
 def test_the_strategy_conforms_to_the_protocol():
@@ -98,5 +96,5 @@ def test_unchanged_nodes_are_not_embedded_again(repo, stats):
 def test_the_plugin_contributes_the_strategy_and_the_contributor():
     pm = make_plugin_manager()
     assert "semantic-embedding" in {s.strategy.name for s in pm.strategy_sources()}
-    contributed = [c for r in pm.hook.contextfuse_index_contributors() for c in r]
+    contributed = [c.item for c in pm.collect("contextfuse_index_contributors")]
     assert any(c.name == "semantic-embedding" for c in contributed)

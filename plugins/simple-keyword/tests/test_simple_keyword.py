@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from contextfuse import BackendSet, ContextBudget, ContextRequest, PlanContext
+from contextfuse import BackendSet, ContextRequest, PlanContext
 from contextfuse.kb import index, open_backends
-from contextfuse.plugins import make_plugin_manager
-from contextfuse.testing import assert_strategy_conforms
+from contextfuse.plugin_manager import make_plugin_manager
+from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_simple_keyword import SimpleKeywordStrategy
 from contextfuse_simple_keyword.query import extract_mentions, extract_patterns, pattern_scores
 
@@ -62,9 +62,7 @@ def backends(tmp_path_factory) -> Iterator[BackendSet]:
 
 
 def run(backends: BackendSet, query: str, tokens: int = 2000):
-    return SimpleKeywordStrategy().assemble(
-        ContextRequest(query=query), backends, ContextBudget.of(tokens), PlanContext()
-    )
+    return list(assemble_with(SimpleKeywordStrategy(), backends, query, tokens).fragments)
 
 
 def test_the_strategy_conforms_to_the_protocol():
@@ -72,9 +70,11 @@ def test_the_strategy_conforms_to_the_protocol():
 
 
 def test_a_named_method_comes_first_at_full_source(backends):
-    fragments = run(backends, "ShoppingCart.add_item raises ValueError for zero")
-    first = fragments[0]
-    assert first.uko_node.endswith("shop/cart.py#ShoppingCart.add_item")
+    query = "ShoppingCart.add_item raises ValueError for zero"
+    ranked = SimpleKeywordStrategy().rank(ContextRequest(query=query), backends, PlanContext())
+    assert ranked[0].uri.endswith("shop/cart.py#ShoppingCart.add_item")
+    first = run(backends, query)[0]
+    assert first.provenance.resource_uri.endswith("shop/cart.py")
     assert first.detail_depth == 9
     assert "count must be positive" in first.content
 
@@ -113,44 +113,11 @@ def test_the_plugin_is_found_through_its_entry_point():
     assert "simple-keyword" in {s.strategy.name for s in pm.strategy_sources()}
 
 
-def test_a_files_header_comes_with_its_first_full_source_symbol(backends):
-    fragments = {f.uko_node: f for f in run(backends, "ShoppingCart.add_item count")}
-    header = next(f for uri, f in fragments.items() if uri.endswith("shop/cart.py#<header>"))
-    assert header.detail_depth == 9
-    assert header.content == '"""The shopping cart."""'
-    assert header.provenance.location == "L1-L1"
-
-
-def test_code_concentrates_in_the_file_with_the_most_evidence(backends):
-    from contextfuse.selection import SelectionPolicy, select_fragments
-    from contextfuse.tokenizer import default_tokenizer
-
-    cart = backends.nodes.files()[0].uri.rsplit("/", 2)[0] + "/shop/cart.py"
-    pricing = cart.replace("cart.py", "pricing.py")
-    add_item = f"{cart}#ShoppingCart.add_item"
-    scores = {
-        add_item: 0.9,
-        f"{cart}#ShoppingCart.total": 0.8,
-        f"{cart}#ShoppingCart.__init__": 0.7,
-        f"{pricing}#round_price": 1.0,
-    }
-    tokens = backends.nodes.get_renderings([add_item], [9])[add_item][9].token_count
-    room = tokens + default_tokenizer().count('"""The shopping cart."""') + 1
-
-    def full_source(weight):
-        policy = SelectionPolicy(map_share=0.0, max_code_share=1.0, file_evidence_weight=weight)
-        chosen = select_fragments(scores, backends, room, strategy="t", policy=policy)
-        return {f.uko_node for f in chosen if f.detail_depth == 9}
-
-    assert add_item in full_source(0.5) and f"{pricing}#round_price" not in full_source(0.5)
-    assert f"{pricing}#round_price" in full_source(0.0) and add_item not in full_source(0.0)
-
-
 def test_a_regex_in_the_request_finds_code_its_words_do_not_name(backends):
     # As words, "price" names round_price; as a pattern, only apply_discount multiplies it.
-    fragments = run(backends, r"where is /\bprice \*/ done")
-    assert fragments[0].uko_node.endswith("shop/pricing.py#apply_discount")
-    assert fragments[0].detail_depth == 9
+    query = r"where is /\bprice \*/ done"
+    ranked = SimpleKeywordStrategy().rank(ContextRequest(query=query), backends, PlanContext())
+    assert ranked[0].uri.endswith("shop/pricing.py#apply_discount")
 
 
 def test_patterns_are_written_between_slashes_standing_alone():

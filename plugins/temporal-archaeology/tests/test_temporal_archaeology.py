@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 
 from contextfuse import hookimpl
@@ -16,9 +15,9 @@ from contextfuse.assembler import ContextAssembler
 from contextfuse.backends import BackendSet, Commit, FileChange
 from contextfuse.config import ContextfuseConfig
 from contextfuse.kb import index, open_backends
-from contextfuse.models import ContextBudget, ContextRequest, PlanContext
-from contextfuse.plugins import make_plugin_manager
-from contextfuse.testing import assert_strategy_conforms
+from contextfuse.models import ContextRequest, PlanContext
+from contextfuse.plugin_manager import make_plugin_manager
+from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_temporal_archaeology import TemporalArchaeologyStrategy
 from contextfuse_temporal_archaeology import plugin as plugin_module
 
@@ -161,9 +160,7 @@ def backends(repo: Path) -> Iterator[BackendSet]:
 
 
 def run(backends: BackendSet, query: str, tokens: int = 3000) -> list:
-    return TemporalArchaeologyStrategy().assemble(
-        ContextRequest(query=query), backends, ContextBudget.of(tokens), PlanContext()
-    )
+    return list(assemble_with(TemporalArchaeologyStrategy(), backends, query, tokens).fragments)
 
 
 def test_the_strategy_conforms_to_the_protocol() -> None:
@@ -303,13 +300,12 @@ def test_a_bulk_commit_raises_no_code(backends: BackendSet) -> None:
     assert TemporalArchaeologyStrategy().code_scores([(bulk, 1.0)], backends) == {}
 
 
-def test_commits_and_code_together_respect_the_fragment_limit(backends: BackendSet) -> None:
-    strategy = TemporalArchaeologyStrategy()
-    strategy.policy = attrs.evolve(strategy.policy, max_fragments=4)
+def test_commits_and_code_are_one_ranking_with_commits_first(backends: BackendSet) -> None:
     request = ContextRequest(query="cart prices rounding coupons quantities")
-    fragments = strategy.assemble(request, backends, ContextBudget.of(6000), PlanContext())
-    assert len(fragments) <= 4
-    assert any(f.uko_node.startswith("commit://") for f in fragments)
+    ranked = TemporalArchaeologyStrategy().rank(request, backends, PlanContext())
+    assert ranked[0].uri.startswith("commit://") and ranked[0].renderings
+    assert any(r.uri.startswith("project://") for r in ranked)
+    assert [r.score for r in ranked] == sorted((r.score for r in ranked), reverse=True)
 
 
 def _provide_text_strategy(pm: Any, build: Any) -> None:

@@ -24,7 +24,7 @@ from contextfuse.slots import SLOTS
 
 if TYPE_CHECKING:
     from contextfuse.backends import BackendSet
-    from contextfuse.strategy import ContextStrategy
+    from contextfuse.strategy import AnyStrategy
 
 __all__ = [
     "COMPONENT_NAMES",
@@ -62,7 +62,7 @@ COMPONENT_NAMES: tuple[str, ...] = tuple(s.name for s in SLOTS)
 class Candidate:
     """A strategy the selector kept, with its (possibly boosted) confidence."""
 
-    strategy: ContextStrategy
+    strategy: AnyStrategy
     confidence: float
 
     @property
@@ -74,7 +74,7 @@ class Candidate:
 class Allocation:
     """The tokens a strategy may fill in this round."""
 
-    strategy: ContextStrategy
+    strategy: AnyStrategy
     confidence: float
     tokens: int
 
@@ -98,11 +98,15 @@ class ExecutionReport:
 
 @attrs.frozen(slots=True)
 class DepthResolution:
-    """One fragment per node (the deepest) and the other renderings kept aside for fallback."""
+    """One fragment per node and the node's other renderings, kept aside for the packer.
+
+    ``reasons``: why a node got its depth (uko_node -> one line), where the resolver says.
+    """
 
     fragments: tuple[ContextFragment, ...]
-    alternatives: Mapping[str, tuple[ContextFragment, ...]]  # uko_node -> shallower renderings
+    alternatives: Mapping[str, tuple[ContextFragment, ...]]  # uko_node -> other renderings
     resolved_count: int = 0
+    reasons: Mapping[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen(slots=True)
@@ -125,12 +129,21 @@ class ScoredFragment:
 
 @attrs.frozen(slots=True)
 class PackResult:
-    """What fit the budget, what fell back to a shallower depth and what did not fit."""
+    """What fit the budget, what changed depth on the way and what did not fit.
+
+    ``fallbacks``: uko_node -> (resolved depth, packed depth) for each node the packer showed
+    at another depth than the resolver chose. ``notes``: the packer's word on a node, for a
+    packed one why it has its depth, for an omitted one why it was left out.
+    ``stopped_by``: what ended the selection (``budget``, ``fragment cap`` or ``candidates``,
+    when they ran out first).
+    """
 
     packed: tuple[ScoredFragment, ...]
     omitted: tuple[ScoredFragment, ...] = ()
     fallbacks: Mapping[str, tuple[int, int]] = attrs.field(factory=dict)  # node -> (from, to)
     dropped_by_overage_guard: int = 0
+    notes: Mapping[str, str] = attrs.field(factory=dict)
+    stopped_by: str = ""
 
     @property
     def total_tokens(self) -> int:
@@ -158,7 +171,7 @@ class StrategySelector(Protocol):
 
     def select(
         self,
-        strategies: Sequence[ContextStrategy],
+        strategies: Sequence[AnyStrategy],
         request: ContextRequest,
         backends: BackendSet,
     ) -> list[Candidate]:

@@ -8,8 +8,9 @@ decisions from ADR files) and ``open_backends(path)`` serves it to strategies as
 
 from __future__ import annotations
 
-from contextfuse.kb.api import index, index_exists, index_path, open_backends, open_plan_store
+from contextfuse.kb.api import index_exists, index_path, open_plan_store
 from contextfuse.kb.indexer import IndexSession, IndexStats
+from contextfuse.kb.repository import index, open_backends
 
 __all__ = [
     "IndexSession",

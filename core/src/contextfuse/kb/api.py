@@ -1,22 +1,20 @@
-"""The knowledge base's Python API: build an index, open its backends."""
+"""The embedded index's Python API: where it lives, open its backends and its plan store.
+
+Nothing here asks the plugins: ``contextfuse.kb.repository`` builds an index with the
+installed index contributors and opens a repository's store through its backend provider.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
-from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE, git_toplevel
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend
 from contextfuse.kb.indexer import (
     DEFAULT_INDEX_DIR,
-    IndexStats,
-    ProgressCallback,
-    build_index,
     prepare_index_dir,
 )
 from contextfuse.kb.nodes import SQLiteNodeStore
@@ -24,13 +22,12 @@ from contextfuse.kb.plans import SQLitePlanStore, ensure_plan_schema, has_plan_s
 from contextfuse.kb.store import DB_NAME, Database
 from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.vector import SQLiteVectorBackend
+from contextfuse.repo_root import find_repo_root
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
 __all__ = [
-    "index",
     "index_exists",
     "index_path",
-    "open_backends",
     "open_plan_store",
     "open_sqlite_backends",
     "resolve_root",
@@ -40,10 +37,10 @@ PathLike = str | os.PathLike[str]
 
 
 def resolve_root(path: PathLike = ".") -> Path:
-    """The folder to index: ``"."`` means the current repository (its top level), if any."""
+    """The folder to index: ``"."`` means the current project (see
+    :func:`contextfuse.repo_root.find_repo_root`), any other path that folder."""
     if str(path) == ".":
-        cwd = Path.cwd()
-        return git_toplevel(cwd) or cwd.resolve()
+        return find_repo_root(Path.cwd())
     return Path(path).expanduser().resolve()
 
 
@@ -57,79 +54,6 @@ def index_path(path: PathLike = ".", index_dir: PathLike | None = None) -> Path:
 def index_exists(path: PathLike = ".", *, index_dir: PathLike | None = None) -> bool:
     """True when ``path`` has an index file (whether it is valid is checked on open)."""
     return index_path(path, index_dir).is_file()
-
-
-def index(
-    path: PathLike = ".",
-    *,
-    index_dir: PathLike | None = None,
-    rebuild: bool = False,
-    progress: ProgressCallback | None = None,
-    pm: Any = None,
-    contributors: Sequence[Any] | None = None,
-    tokenizer: Tokenizer | None = None,
-    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-    workers: int | None = None,
-) -> IndexStats:
-    """Build or refresh the index of a repository and return what was done.
-
-    :param path: the repository (default: the current one).
-    :param index_dir: where the index lives (default ``<repo>/.contextfuse``).
-    :param rebuild: start from scratch; also replaces a corrupt or foreign index file.
-    :param progress: called as ``progress(description, done, total)``.
-    :param pm: the pluggy manager whose ``contextfuse_index_contributors`` hook supplies index
-        contributors (default: the installed plugins).
-    :param contributors: index contributors to run instead of asking ``pm``.
-    :param tokenizer: counts the renderings' tokens (default: tiktoken ``cl100k_base``).
-    :param max_file_size: larger files are skipped, in bytes.
-    :param workers: processes that parse files. Default: one per CPU (at most 4) for large
-        runs where processes can fork (Linux, no other thread running), else this process.
-        A number above 1 forces worker processes; where they are spawned, the calling script
-        needs the usual ``if __name__ == "__main__":`` guard.
-    :raises KnowledgeBaseError: the index cannot be built or its file is corrupt or foreign.
-    """
-    root = resolve_root(path)
-    return build_index(
-        root,
-        index_dir=Path(index_dir).expanduser() if index_dir else None,
-        rebuild=rebuild,
-        progress=progress,
-        contributors=_contributors(pm) if contributors is None else list(contributors),
-        tokenizer=tokenizer,
-        max_file_size=max_file_size,
-        workers=workers,
-    )
-
-
-def _contributors(pm: Any) -> list[Any]:
-    if pm is None:
-        try:
-            from contextfuse.plugins import make_plugin_manager
-        except ImportError:  # the plugin system is optional for the knowledge base
-            return []
-        pm = make_plugin_manager(on_error="warn")
-    found: list[Any] = []
-    for result in pm.hook.contextfuse_index_contributors():
-        found.extend(result or ())
-    return found
-
-
-def open_backends(
-    path: PathLike = ".",
-    *,
-    index_dir: PathLike | None = None,
-    store: str | None = None,
-    pm: Any = None,
-) -> BackendSet:
-    """The backends of a repository's store, from the backend provider ``store`` names.
-
-    ``store`` is a provider name or a URL whose scheme names one (hook
-    ``contextfuse_backend_providers``; ``pm`` is the plugin manager to ask); the default is
-    the embedded SQLite store, see ``open_sqlite_backends``. Close with ``backends.close()``.
-    """
-    from contextfuse.stores import open_store
-
-    return open_store(resolve_root(path), index_dir=index_dir, store=store, pm=pm)
 
 
 def open_sqlite_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) -> BackendSet:

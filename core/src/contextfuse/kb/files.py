@@ -2,13 +2,21 @@
 
 Discovery lists what git would track (``git ls-files -co --exclude-standard``; without git,
 a walk that honours ``.gitignore`` files with pathspec), then applies ``.contextfuseignore``
-and drops the index directory, ``.git`` and links that leave the repository. Reading a file
-classifies it: binary, too large, minified or generated, secret (by name), or text, with
+and drops the index directory, ``.git`` and symbolic links. Reading a file classifies it:
+binary, too large, minified or generated, secret (by name), or text (decoded by
+``contextfuse.kb.decode``: byte-order marks, UTF-16, declared encodings, else UTF-8), with
 secrets in the text redacted.
+
+No link is ever followed: a path is read only when none of its components is a symbolic
+link, checked when it is listed (a tracked folder later replaced by a link is skipped) and
+again when it is opened, one component at a time with ``O_NOFOLLOW``, so a folder swapped
+for a link in between cannot lead out of the repository. A link to a file of the
+repository is left out too: the file is indexed under its own path, once.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -20,6 +28,7 @@ import attrs
 import pathspec
 
 from contextfuse.kb import secrets
+from contextfuse.kb.decode import decode_text
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
@@ -29,7 +38,9 @@ __all__ = [
     "Skip",
     "discover",
     "git_toplevel",
+    "inside_repository",
     "read_file",
+    "read_inside",
 ]
 
 DEFAULT_MAX_FILE_SIZE = 1_000_000  # bytes
@@ -38,7 +49,6 @@ _MAX_LINE = 1_000  # a line longer than this marks a minified or generated file
 #: Below this share of spaces in its long lines, a file reads as minified, not as prose
 #: (English text is about 15% spaces; minified JavaScript 1-3%).
 _MIN_BLANK_SHARE = 0.08
-_SNIFF = 8192
 _GENERATED_NAMES = (
     ".min.js",
     ".min.css",
@@ -55,7 +65,6 @@ _GENERATED_NAMES = (
     "gemfile.lock",
     "go.sum",
 )
-_TEXT_BYTES = bytes({7, 8, 9, 10, 12, 13, 27} | set(range(0x20, 0x100)) - {0x7F})
 
 
 @attrs.frozen(slots=True)
@@ -204,17 +213,25 @@ def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
         names = list(_walk_files(base, excluded))
     ignore = root / IGNORE_FILE
     spec = (
-        pathspec.GitIgnoreSpec.from_lines(ignore.read_text("utf-8").splitlines())
+        # Not UTF-8 (a Latin-1 editor): the undecodable bytes match nothing, the rest applies.
+        pathspec.GitIgnoreSpec.from_lines(ignore.read_text("utf-8", "replace").splitlines())
         if ignore.is_file()
         else None
     )
     candidates: list[Candidate] = []
     skipped: list[Skip] = []
+    folders: dict[str, str | None] = {"": None}  # folder -> why its files are not read
     for name in names:
         if name.startswith(excluded) or name == ".git" or name.startswith(".git/"):
             continue
         if spec is not None and spec.match_file(name):
             skipped.append(Skip(name, f"ignored by {IGNORE_FILE}"))
+            continue
+        folder = name.rpartition("/")[0]
+        if folder not in folders:
+            folders[folder] = _folder_reason(base, folder)
+        if folders[folder] is not None:
+            skipped.append(Skip(name, str(folders[folder])))
             continue
         full = os.path.join(base, name)
         try:
@@ -222,18 +239,41 @@ def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
         except OSError:  # listed by git but deleted since
             continue
         if stat.S_ISLNK(info.st_mode):
-            reason = _link_reason(Path(full), root)
-            if reason:
-                skipped.append(Skip(name, reason))
-                continue
-            info = os.stat(full)
+            skipped.append(Skip(name, _link_reason(Path(full), root)))
+            continue
         if not stat.S_ISREG(info.st_mode):
             continue  # submodules, sockets, directories listed by git
         candidates.append(Candidate(name, info.st_size, info.st_mtime_ns))
     return Discovery(candidates, skipped, git)
 
 
-def _link_reason(full: Path, root: Path) -> str | None:
+def inside_repository(root: Path, path: str) -> bool:
+    """True when ``root/path`` is where it says: a plain relative path, no link on its way."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return False
+    base = str(root.resolve())
+    where = os.path.join(base, *parts)
+    return os.path.realpath(where) == where
+
+
+def _folder_reason(base: str, folder: str) -> str | None:
+    """Why the files of ``folder`` (relative to ``base``) are not read, or None.
+
+    A folder is read only where it is: when one of its components is a symbolic link (a
+    tracked folder replaced by a link, say), its real path differs from the path itself.
+    """
+    where = os.path.join(base, folder)
+    real = os.path.realpath(where)
+    if real == where:
+        return None
+    if real.startswith(base + os.sep):
+        return "a parent folder is a symbolic link"
+    return "a parent folder is a symbolic link out of the repository"
+
+
+def _link_reason(full: Path, root: Path) -> str:
+    """Why a symbolic link is not indexed (none is: see the module's docstring)."""
     try:
         target = full.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -242,7 +282,7 @@ def _link_reason(full: Path, root: Path) -> str | None:
         return "symbolic link leaves the repository"
     if target.is_dir():
         return "symbolic link to a directory"
-    return None
+    return f"symbolic link to {target.relative_to(root).as_posix()}"
 
 
 def read_file(root: Path, candidate: Candidate, max_size: int) -> tuple[bytes, FileText] | Skip:
@@ -257,21 +297,77 @@ def read_file(root: Path, candidate: Candidate, max_size: int) -> tuple[bytes, F
     if lowered.endswith(_GENERATED_NAMES):
         return Skip(path, "generated or minified (by name)")
     try:
-        data = (root / path).read_bytes()
+        data = read_inside(root, path, max_size + 1)
+    except _NotHere as exc:
+        return Skip(path, str(exc))
     except OSError as exc:
         return Skip(path, f"unreadable ({exc.strerror or exc})")
     if len(data) > max_size:
         return Skip(path, f"larger than {max_size} bytes")
-    head = data[:_SNIFF]
-    if b"\0" in head or len(head.translate(None, _TEXT_BYTES)) * 10 > len(head):
+    text = decode_text(data, path)
+    if text is None:
         return Skip(path, "binary")
-    text = data.decode("utf-8", "replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if _minified(text):
         return Skip(path, "minified or generated (long lines with little whitespace)")
     found = secrets.redact(text, path)
     return data, FileText(found.text, dict(found.counts))
+
+
+class _NotHere(OSError):
+    """The path leads through a symbolic link, or to something that is not a file."""
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# Non-blocking: a FIFO put in a file's place must not hang the indexer in open().
+_FILE_FLAGS = os.O_RDONLY | _NO_FOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_SAFE_OPEN = bool(_NO_FOLLOW) and os.open in os.supports_dir_fd
+
+
+def read_inside(root: Path, path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``root/path``, following no link.
+
+    Each component of ``path`` (repository-relative, ``/``-separated) is opened relative to
+    the previous one with ``O_NOFOLLOW``: a link anywhere on the way, even one created after
+    the path was listed, fails the read instead of leading elsewhere.
+
+    :raises OSError: unreadable; ``_NotHere`` (a subclass) for a link or a non-file.
+    """
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise _NotHere(f"not a plain relative path ({path!r})")
+    if not _SAFE_OPEN:  # no O_NOFOLLOW or dir_fd (Windows): resolve and compare instead
+        full = root.joinpath(*parts)
+        if full.resolve() != root.resolve().joinpath(*parts):
+            raise _NotHere("a symbolic link on the path (not followed)")
+        with open(full, "rb") as plain:
+            return plain.read(limit)
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            try:
+                inner = os.open(part, _DIR_FLAGS | _NO_FOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _NotHere("a parent folder is a symbolic link now (not followed)") from exc
+                raise
+            os.close(fd)
+            fd = inner
+        try:
+            opened = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _NotHere("a symbolic link now (not followed)") from exc
+            raise
+    finally:
+        os.close(fd)
+    with os.fdopen(opened, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            raise _NotHere("not a regular file now")
+        data: bytes = stream.read(limit)
+        return data
 
 
 def _minified(text: str) -> bool:

@@ -97,9 +97,15 @@ class SQLiteNodeStore:
         return found
 
     def get_renderings(
-        self, uris: Sequence[str], depths: Sequence[int] | None = None
+        self,
+        uris: Sequence[str],
+        depths: Sequence[int] | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, dict[int, Rendering]]:
-        """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None."""
+        """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None.
+
+        ``max_tokens``: renderings of more tokens are left out (their text is never read).
+        """
         wanted = None if depths is None else sorted(set(depths))
         out: dict[str, dict[int, Rendering]] = {}
         with self._db.snapshot() as conn:
@@ -111,6 +117,9 @@ class SQLiteNodeStore:
                 if wanted is not None:
                     depth_filter = f" AND r.depth IN ({','.join('?' * len(wanted))})"
                     params.extend(wanted)
+                if max_tokens is not None:
+                    depth_filter += " AND r.token_count <= ?"
+                    params.append(int(max_tokens))
                 rows = conn.execute(
                     "SELECT n.uri, n.file_id, n.kind, r.depth, r.content, r.token_count,"
                     " r.line_start, r.line_end FROM nodes n JOIN renderings r ON r.node_id = n.id"

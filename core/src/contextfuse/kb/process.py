@@ -7,14 +7,20 @@ processes (parsing is pure Python, bound by one core per process).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import hashlib
+import os
+import signal
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
 
+from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import files as discovery
+from contextfuse.kb.diskspace import disk_full_error, is_disk_full
 from contextfuse.kb.links import extract_facts
 from contextfuse.kb.parse import parse
 from contextfuse.kb.render import render_file
@@ -26,9 +32,12 @@ __all__ = [
     "Outcome",
     "Todo",
     "Unchanged",
+    "index_lock",
+    "lock_holder",
     "paused_gc",
     "process_batch",
     "process_file",
+    "worker_started",
 ]
 
 
@@ -108,6 +117,80 @@ def process_batch(
     """:func:`process_file` for several files (the unit of work of a worker process)."""
     with paused_gc():
         return [process_file(root, project, item, max_size, tokenizer) for item in items]
+
+
+def worker_started(parent: int) -> None:
+    """Initializer of a worker process: die with the indexer that started it.
+
+    A worker killed with its parent never outlives it: on Linux the kernel sends it SIGKILL
+    when the parent dies (``PR_SET_PDEATHSIG``); a parent already gone when this runs (it died
+    between the fork and here) ends the worker at once. Forked workers share the parent's
+    open files, the index lock's included: an orphan would hold the lock forever.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the check below still covers a gone parent
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+@contextlib.contextmanager
+def index_lock(path: Path, notes: list[str]) -> Iterator[None]:
+    """One index run at a time per index; a second one waits for the first.
+
+    The holder writes its process id into the lock file and empties it when done. The lock
+    itself (``flock``) goes with its holder's death, so finding a process id there when the
+    lock is taken means a run was killed: the lock is taken over and ``notes`` says so.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: SQLite's own locking still serialises the writes
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        raise _lock_error(path, exc) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            if holder and holder != str(os.getpid()):
+                notes.append(
+                    f"the index lock was held by process {holder}, which ended without "
+                    "releasing it (killed?); it was taken over"
+                )
+            os.ftruncate(fd, 0)
+            try:
+                os.pwrite(fd, str(os.getpid()).encode(), 0)
+            except OSError as exc:
+                raise _lock_error(path, exc) from exc
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _lock_error(path: Path, exc: OSError) -> KnowledgeBaseError:
+    if is_disk_full(exc):
+        return disk_full_error(path.parent)
+    return KnowledgeBaseError(f"cannot lock the index ({path}): {exc}")
+
+
+def lock_holder(path: Path) -> str:
+    """The process id written in a lock file (empty: none, or unreadable)."""
+    try:
+        return path.read_text("ascii", "replace").strip()
+    except OSError:
+        return ""
 
 
 @contextlib.contextmanager

@@ -126,6 +126,15 @@ class TierStore(Protocol):
         """The compacted files: ``{"files", "source_bytes", "stored_bytes"}``."""
         ...
 
+    def tiers_of(self, paths: Iterable[str]) -> dict[str, tuple[str, float]]:
+        """Each of these indexed files' tier and the time its content last changed.
+
+        ``{path: (tier, seconds since the epoch)}``; a file without a tier record (never
+        admitted by an index run) is ``warm``, the tier a new file starts in; files not
+        indexed are left out.
+        """
+        ...
+
 
 def file_paths(uris: Iterable[str], project: str) -> set[str]:
     """Repository paths of the files these node URIs belong to (other projects left out)."""
@@ -297,6 +306,24 @@ class SQLiteTierStore:
             .fetchone()
         )
         return {"files": int(files), "source_bytes": int(source), "stored_bytes": int(stored)}
+
+    def tiers_of(self, paths: Iterable[str]) -> dict[str, tuple[str, float]]:
+        """Each of these indexed files' tier and modification time (see :class:`TierStore`)."""
+        wanted = sorted(set(paths))
+        found: dict[str, tuple[str, float]] = {}
+        with self._db.snapshot() as conn:
+            ready = self._ready(conn)
+            for chunk in chunked(wanted):
+                marks = ",".join("?" * len(chunk))
+                sql = (
+                    "SELECT f.path, coalesce(t.tier, 'warm'), f.mtime_ns FROM files f"
+                    " LEFT JOIN tiers t ON t.path = f.path"
+                    if ready
+                    else "SELECT f.path, 'warm', f.mtime_ns FROM files f"
+                )
+                for path, tier, mtime_ns in conn.execute(f"{sql} WHERE f.path IN ({marks})", chunk):
+                    found[str(path)] = (str(tier), int(mtime_ns) / 1e9)
+        return found
 
 
 def _compact(conn: sqlite3.Connection) -> int:

@@ -1,9 +1,16 @@
-"""``VectorBackend`` over the index file: exact cosine search with numpy.
+"""``VectorBackend`` over the index file: a compact scan of every node, then rescoring.
 
 Vectors are stored per ``(model, content_hash)``, normalised at insert, so a node whose text
-did not change is never embedded again (and identical texts share one vector). Search
-multiplies the matrix of the current nodes' vectors by the query; the matrix is loaded once
-per open and reloaded only after the index changes.
+did not change is never embedded again (and identical texts share one vector). Each vector is
+kept twice, compactly:
+
+* int8 codes with one scale per vector (a quarter of float32): a search multiplies the codes
+  of every current node by the query, in blocks that stay in the processor's cache;
+* float16 (half of float32): the best ``_RESCORE`` candidates per hit asked for are rescored
+  with these, so the final order and scores are those of the float32 cosine to within 0.001.
+
+The codes of the current nodes are loaded once per open and reloaded only after the index
+changes; the float16 vectors are read only for the candidates of a search.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -18,7 +26,32 @@ from contextfuse.backends import SearchHit
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
 
-__all__ = ["SQLiteVectorBackend"]
+__all__ = ["SQLiteVectorBackend", "quantize"]
+
+_RESCORE = 4  # candidates rescored per hit asked for
+_SCAN_BLOCK = 2048  # rows converted to float32 at a time (a few hundred kB: cache-sized)
+_CODE_MAX = 127
+
+
+@attrs.frozen
+class _Codes:
+    """The int8 codes of one model's vectors for the current nodes, in node order."""
+
+    uris: list[str]
+    hashes: list[str]
+    codes: npt.NDArray[np.int8]  # (nodes, dimensions)
+    scales: npt.NDArray[np.float32]  # (nodes,): code * scale = component
+
+
+def quantize(
+    matrix: npt.NDArray[np.float32],
+) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    """Symmetric int8 codes of each row and the scale that turns them back into floats."""
+    peaks = np.abs(matrix).max(axis=1) if matrix.size else np.zeros(len(matrix), np.float32)
+    scales = (peaks / _CODE_MAX).astype(np.float32)
+    divisors = np.where(scales > 0, scales, 1.0).astype(np.float32)
+    codes = np.rint(matrix / divisors[:, None]).astype(np.int8)
+    return codes, scales
 
 
 class SQLiteVectorBackend:
@@ -27,7 +60,7 @@ class SQLiteVectorBackend:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[list[str], npt.NDArray[np.float32]]] = {}
+        self._cache: dict[str, _Codes] = {}
         self._version = -1
 
     def models(self) -> list[str]:
@@ -38,23 +71,28 @@ class SQLiteVectorBackend:
         self, model: str, vector: npt.NDArray[np.float32], limit: int = 50
     ) -> list[SearchHit]:
         """Nearest nodes by cosine similarity for vectors of ``model``, best first."""
-        uris, matrix = self._matrix(model)
-        if not uris or limit <= 0:
+        stored = self._codes(model)
+        if not stored.uris or limit <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != matrix.shape[1]:
+        if query.shape[0] != stored.codes.shape[1]:
             raise ValueError(
                 f"query vector has {query.shape[0]} dimensions; {model!r} vectors have "
-                f"{matrix.shape[1]}"
+                f"{stored.codes.shape[1]}"
             )
         norm = float(np.linalg.norm(query))
         if norm == 0.0:
             return []
-        scores = matrix @ (query / norm)
-        count = min(limit, len(uris))
-        top = np.argpartition(-scores, count - 1)[:count]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [SearchHit(uris[i], float(scores[i])) for i in top]
+        query = query / norm
+        approximate = _scan(stored.codes, stored.scales, query)
+        count = min(limit, len(stored.uris))
+        pool = min(len(stored.uris), count * _RESCORE)
+        candidates = np.argpartition(-approximate, pool - 1)[:pool]
+        scores = self._rescore(model, [stored.hashes[i] for i in candidates], query)
+        scores = np.where(np.isnan(scores), approximate[candidates], scores)
+        # Best first; equal scores in node order, so that a search is reproducible.
+        order = np.lexsort((candidates, -scores))[:count]
+        return [SearchHit(stored.uris[candidates[i]], float(scores[i])) for i in order]
 
     def missing(self, model: str, items: Mapping[str, str]) -> list[str]:
         """Of ``{uri: content_hash}``, the URIs with no vector cached for that hash."""
@@ -88,8 +126,10 @@ class SQLiteVectorBackend:
             )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        codes, scales = quantize(matrix)
+        halves = matrix.astype("<f2")
         rows = [
-            (model, digest, matrix[i].astype("<f4").tobytes())
+            (model, digest, float(scales[i]), codes[i].tobytes(), halves[i].tobytes())
             for i, digest in enumerate(content_hashes)
         ]
         conn = self._db.connection()
@@ -98,7 +138,8 @@ class SQLiteVectorBackend:
             if own:
                 conn.execute("BEGIN IMMEDIATE")
             conn.executemany(
-                "INSERT OR REPLACE INTO vectors (model, content_hash, vector) VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO vectors (model, content_hash, scale, codes, vector) "
+                "VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
             if own:
@@ -110,7 +151,30 @@ class SQLiteVectorBackend:
         with self._lock:  # data_version does not see this connection's own writes
             self._cache.clear()
 
-    def _matrix(self, model: str) -> tuple[list[str], npt.NDArray[np.float32]]:
+    def _rescore(
+        self, model: str, hashes: list[str], query: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float64]:
+        """Cosine of each candidate from its float16 vector (NaN where it is gone)."""
+        found: dict[str, bytes] = {}
+        for chunk in chunked(sorted(set(hashes))):
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self._db.read(
+                    "SELECT content_hash, vector FROM vectors WHERE model = ? "
+                    f"AND content_hash IN ({marks})",
+                    [model, *chunk],
+                )
+            )
+        scores = np.full(len(hashes), np.nan)
+        rows = [
+            i for i, digest in enumerate(hashes) if len(found.get(digest, b"")) // 2 == len(query)
+        ]
+        if rows:
+            halves = np.frombuffer(b"".join(found[hashes[i]] for i in rows), dtype="<f2")
+            scores[rows] = halves.reshape(len(rows), -1).astype(np.float32) @ query
+        return scores
+
+    def _codes(self, model: str) -> _Codes:
         version = self._db.data_version()
         with self._lock:
             if version != self._version:
@@ -119,16 +183,34 @@ class SQLiteVectorBackend:
             cached = self._cache.get(model)
             if cached is None:
                 rows = self._db.read(
-                    "SELECT n.uri, v.vector FROM nodes n JOIN vectors v "
+                    "SELECT n.uri, n.content_hash, v.scale, v.codes FROM nodes n JOIN vectors v "
                     "ON v.model = ? AND v.content_hash = n.content_hash ORDER BY n.id",
                     (model,),
                 )
-                uris = [row[0] for row in rows]
                 if rows:
-                    matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype="<f4")
-                    # A read-only view of the fetched bytes: no copy on little-endian machines.
-                    matrix = matrix.reshape(len(rows), -1).astype(np.float32, copy=False)
+                    codes = np.frombuffer(b"".join(row[3] for row in rows), dtype=np.int8)
+                    cached = _Codes(
+                        uris=[row[0] for row in rows],
+                        hashes=[row[1] for row in rows],
+                        codes=codes.reshape(len(rows), -1),
+                        scales=np.array([row[2] for row in rows], dtype=np.float32),
+                    )
                 else:
-                    matrix = np.zeros((0, 0), dtype=np.float32)
-                cached = self._cache[model] = (uris, matrix)
+                    cached = _Codes([], [], np.zeros((0, 0), np.int8), np.zeros(0, np.float32))
+                self._cache[model] = cached
             return cached
+
+
+def _scan(
+    codes: npt.NDArray[np.int8], scales: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """Approximate cosine of every row: int8 codes times the query, a block at a time."""
+    scores = np.empty(len(codes), dtype=np.float32)
+    block = np.empty((min(_SCAN_BLOCK, len(codes)), codes.shape[1]), dtype=np.float32)
+    for start in range(0, len(codes), _SCAN_BLOCK):
+        rows = codes[start : start + _SCAN_BLOCK]
+        floats = block[: len(rows)]
+        np.copyto(floats, rows, casting="unsafe")
+        np.matmul(floats, query, out=scores[start : start + len(rows)])
+    scores *= scales
+    return scores

@@ -7,6 +7,7 @@ A settings file (TOML) may give everything the flags give::
     port = 8765
     max_body_bytes = 16777216
     refresh_interval_s = 30
+    allowed_hosts = ["myhost.internal"]  # served without a token: loopback names and these
     store = "postgresql://db.example/contextfuse"  # optional: one store for every project
 
     [projects]
@@ -74,6 +75,9 @@ class ServerSettings(BaseModel):
     token: str | None = Field(default=None, min_length=16)
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     refresh_interval_s: float = Field(default=30.0, ge=0)
+    #: ``Host`` names a server without a token answers besides loopback ones (e.g. the name
+    #: of a reverse proxy on this machine).
+    allowed_hosts: tuple[str, ...] = ()
     providers: tuple[OpenAIProviderSettings, ...] = ()
     #: The store every project is indexed in and served from (a backend provider's name or
     #: URL); None: each project's own ``[index] store``. It may hold credentials: it is never

@@ -8,8 +8,7 @@ personalized PageRank over the code graph (calls, references, inheritance, impor
 containment) and, when the repository has history, the files changed together with the best
 files; both join the fusion as further ranked lists. A prior by kind of node keeps
 implementation code above its tests and above prose unless the request asks for those.
-The selection toolkit then spends the whole budget: the best code at full source, a map of
-the next files at outline depth.
+The result is a ranking; the pipeline renders it and spends the budget.
 """
 
 from __future__ import annotations
@@ -19,14 +18,12 @@ from typing import Any
 
 import attrs
 
-from contextfuse import (
+from contextfuse.plugin import (
+    SYMBOL_KINDS,
     BackendSet,
     ContextRequest,
+    NodeScoringStrategy,
     StrategyCapabilities,
-)
-from contextfuse.backends import SYMBOL_KINDS
-from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
-from contextfuse.signals import (
     is_test_path,
     reciprocal_rank_fusion,
     weigh_by_prior,
@@ -93,9 +90,6 @@ class ArceStrategy(NodeScoringStrategy):
         quality_score=0.95,
         supports_depth_breadth=True,
     )
-    # Half the fragment slots stay for the map: at large budgets, finding the file to change
-    # depends more on how many files the map shows than on more code from the best ones.
-    policy = SelectionPolicy(map_share=0.3, map_slot_share=0.5)
 
     def __init__(self, weights: ArceWeights | None = None, embedder: Any = None) -> None:
         self.weights = weights or ArceWeights()
@@ -201,6 +195,5 @@ class ArceStrategy(NodeScoringStrategy):
         return (
             "Text (BM25), vector (embeddings) and exact mentions fused by reciprocal rank, "
             "expanded by personalized PageRank over the code graph and by files changed "
-            "together; implementation code above tests and prose unless asked; the best code "
-            "at full source, then a map of the next best files."
+            "together; implementation code above tests and prose unless asked."
         )

@@ -4,8 +4,8 @@ Seeds come from what the request names, its best full-text hits and (when the in
 embeddings) its nearest nodes. A personalized PageRank from the seeds ranks the graph's nodes
 by how closely they are tied to them; the graph backend weighs each edge down by the degree
 of the node it leads to, so the walk follows rare, specific names. The best-ranked nodes are
-the focus, shown at full source; the many related nodes behind them are the breadth, shown
-as a map of their files at outline depth.
+the focus; the many related nodes behind them are the breadth, which the pipeline shows as a
+map of their files.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from typing import Any
 
 import attrs
 
-from contextfuse import (
+from contextfuse.plugin import (
     BackendSet,
     ContextRequest,
+    NodeScoringStrategy,
     StrategyCapabilities,
+    reciprocal_rank_fusion,
+    weigh_by_prior,
 )
-from contextfuse.selection import NodeScoringStrategy, SelectionPolicy
-from contextfuse.signals import reciprocal_rank_fusion, weigh_by_prior
 from contextfuse_semantic_embedding.strategy import shared_embedder
 from contextfuse_simple_keyword.query import specific_mentions
 
@@ -57,7 +58,6 @@ class BreadthDepthNavigator(NodeScoringStrategy):
         quality_score=0.85,
         supports_depth_breadth=True,
     )
-    policy = SelectionPolicy(map_share=0.5, map_files=80)
 
     def __init__(self, settings: NavigatorSettings | None = None, embedder: Any = None) -> None:
         self.settings = settings or NavigatorSettings()
@@ -127,6 +127,5 @@ class BreadthDepthNavigator(NodeScoringStrategy):
         return (
             "Seeds from the request (named files and symbols, full-text hits, nearest "
             "embeddings), personalized PageRank over imports, calls, references, inheritance "
-            "and containment favouring specific names; the focus at full source, the related "
-            "files as an outline map."
+            "and containment favouring specific names."
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contextfuse.hookspecs import hookimpl
+from contextfuse.plugin import hookimpl
 from contextfuse_plan_decision_context.strategy import PlanDecisionContextStrategy
 
 

@@ -1,44 +1,42 @@
 """The plan-decision-context strategy: the plan a request belongs to, and what was decided.
 
-With a plan id, it returns the plan, its ancestors and their decisions, nearest first: every
-record gets a one-line listing first, then the nearest are deepened (full text, else a
-summary) while the budget lasts, so a small budget still shows the whole chain. Without one,
-it returns the decisions whose text matches the request. Active plans and decisions in force
-are warm; closed plans, and decisions superseded, rejected or deprecated, are cold.
+With a plan id, it ranks the plan, its ancestors and their decisions, nearest first; without
+one, the decisions whose text matches the request. Active plans and decisions in force are
+warm; closed plans, and decisions superseded, rejected or deprecated, are cold and offered at
+most as a summary. The pipeline shows each record as deep as the budget allows and falls
+back to shallower renderings, down to a one-line listing, when it does not fit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import attrs
 
-from contextfuse.backends import BackendSet, PlanStore, Rendering
-from contextfuse.kb.plans import decision_tier
-from contextfuse.models import (
-    ContextBudget,
-    ContextFragment,
+from contextfuse.plugin import (
+    BackendSet,
     ContextRequest,
     Decision,
     DetailDepth,
-    FragmentProvenance,
     Plan,
     PlanContext,
+    PlanStore,
+    Ranked,
+    Rendering,
     StrategyCapabilities,
-    Tier,
+    decision_tier,
 )
 
 __all__ = ["PlanDecisionContextStrategy"]
 
-#: Relevance lost per step up the plan hierarchy.
-ANCESTOR_DECAY = 0.8
-#: Relevance of a decision no longer in force, relative to one in force.
+#: The score of each record of a plan chain relative to the record before it: the chain's
+#: order (nearest first) is the ranking, by a margin larger than the pipeline's adjustments.
+CHAIN_DECAY = 0.8
+#: Relevance of a matching decision no longer in force, relative to one in force.
 INACTIVE_FACTOR = 0.5
-#: Relevance added to a record of the chain whose text also matches the request.
-MATCH_BONUS = 0.2
 #: Decisions matched by text, at most (without a plan id).
 SEARCH_HITS = 40
-_DEPTHS = (DetailDepth.FULL_SOURCE, DetailDepth.SIGNATURES)
+_DEPTHS = (DetailDepth.FULL_SOURCE, DetailDepth.SIGNATURES, DetailDepth.MODULE_LISTING)
 
 
 @attrs.frozen
@@ -47,7 +45,7 @@ class _Item:
 
     record: Plan | Decision
     relevance: float
-    tier: Tier
+    tier: str
     distance: int
 
 
@@ -73,15 +71,12 @@ class PlanDecisionContextStrategy:
             return 0.35
         return 0.0
 
-    def assemble(
-        self,
-        request: ContextRequest,
-        backends: BackendSet,
-        budget: ContextBudget,
-        plan_context: PlanContext,
-    ) -> list[ContextFragment]:
+    def rank(
+        self, request: ContextRequest, backends: BackendSet, plan_context: PlanContext
+    ) -> list[Ranked]:
+        """The plan chain (or the matching decisions), nearest and strongest first."""
         store = backends.plans
-        if store is None or budget.available_tokens <= 0:
+        if store is None:
             return []
         plan_id = request.plan_id or plan_context.plan_id
         context: PlanContext | None = None
@@ -89,13 +84,16 @@ class PlanDecisionContextStrategy:
             same = plan_context.plans and plan_context.plan_id == plan_id
             context = plan_context if same else store.get_plan(plan_id)
         if context is not None and context.plans:
-            items = _chain(context, _matches(store, request.query))
+            items, signal = _chain(context), "plan chain"
         elif request.query.strip():
-            items = _matching_decisions(store, request.query)
+            items, signal = _matching_decisions(store, request.query), "decision search"
         else:
             return []
-        renderings = store.get_renderings([i.record.uri for i in items], (0, *_DEPTHS))
-        return _fit(items, renderings, budget.available_tokens, self.name)
+        renderings = store.get_renderings([i.record.uri for i in items], _DEPTHS)
+        return [
+            _ranked(item, renderings.get(item.record.uri, {}), {signal: position})
+            for position, item in enumerate(items, start=1)
+        ]
 
     def explain(self) -> str:
         return (
@@ -110,31 +108,20 @@ def _decision_hits(store: PlanStore, query: str, limit: int) -> list[tuple[str, 
     return [(h.uri, h.score) for h in hits if h.uri.startswith("decision://")][:limit]
 
 
-def _matches(store: PlanStore, query: str) -> dict[str, float]:
-    """URI -> match strength in [0, 1] of the plans and decisions matching ``query``."""
-    if not query.strip():
-        return {}
-    hits = store.search(query, limit=SEARCH_HITS)
-    best = max((h.score for h in hits), default=0.0) or 1.0
-    return {h.uri: h.score / best for h in hits}
-
-
-def _chain(context: PlanContext, matches: Mapping[str, float]) -> list[_Item]:
+def _chain(context: PlanContext) -> list[_Item]:
     """The plan, then its decisions, then each ancestor and its decisions: nearest first."""
     by_plan: dict[str | None, list[Decision]] = {}
     for decision in context.decision_records:
         by_plan.setdefault(decision.plan_id, []).append(decision)
-    items: list[_Item] = []
+    records: list[tuple[Plan | Decision, str, int]] = []
     for distance, plan in enumerate(context.plans):
-        base = ANCESTOR_DECAY**distance
-        bonus = MATCH_BONUS * matches.get(plan.uri, 0.0)
-        relevance = 1.0 if distance == 0 else 0.9 * base + bonus
-        items.append(_Item(plan, min(1.0, relevance), plan.tier, distance))
+        records.append((plan, plan.tier, distance))
         for decision in by_plan.get(plan.id, []):
-            weight = 0.95 if decision.in_force else 0.95 * INACTIVE_FACTOR
-            value = weight * base + MATCH_BONUS * matches.get(decision.uri, 0.0)
-            items.append(_Item(decision, min(1.0, value), decision_tier(decision, plan), distance))
-    return items
+            records.append((decision, decision_tier(decision, plan), distance))
+    return [
+        _Item(record, CHAIN_DECAY**position, tier, distance)
+        for position, (record, tier, distance) in enumerate(records)
+    ]
 
 
 def _matching_decisions(store: PlanStore, query: str) -> list[_Item]:
@@ -163,64 +150,22 @@ def _matching_decisions(store: PlanStore, query: str) -> list[_Item]:
     return items
 
 
-def _fit(
-    items: Sequence[_Item],
-    renderings: Mapping[str, Mapping[int, Rendering]],
-    available: int,
-    strategy: str,
-) -> list[ContextFragment]:
-    """One fragment per item: every item listed first, then the nearest deepened in order."""
-    chosen: dict[str, Rendering] = {}
-    used = 0
-    for item in items:
-        line = renderings.get(item.record.uri, {}).get(DetailDepth.MODULE_LISTING)
-        if line is not None and used + line.token_count <= available:
-            chosen[item.record.uri] = line
-            used += line.token_count
-    for item in items:
-        uri = item.record.uri
-        current = chosen.get(uri)
-        if current is None:
-            continue
-        depths = _DEPTHS if _deep_worthy(item.record) else _DEPTHS[1:]
-        for depth in depths:
-            deeper = renderings.get(uri, {}).get(depth)
-            if deeper is None or deeper.content == current.content:
-                continue
-            if used - current.token_count + deeper.token_count <= available:
-                used += deeper.token_count - current.token_count
-                chosen[uri] = deeper
-                break
-    return [
-        _fragment(item, chosen[item.record.uri], strategy)
-        for item in items
-        if item.record.uri in chosen
-    ]
-
-
-def _deep_worthy(record: Plan | Decision) -> bool:
-    """Decisions no longer in force are shown at most as a summary."""
-    return isinstance(record, Plan) or record.in_force
-
-
-def _fragment(item: _Item, rendering: Rendering, strategy: str) -> ContextFragment:
+def _ranked(item: _Item, renderings: Mapping[int, Rendering], signals: Mapping[str, int]) -> Ranked:
+    """The record as a candidate: decisions no longer in force offer no full text."""
     record = item.record
     kind = "plan" if isinstance(record, Plan) else "decision"
     resource = record.uri
     if isinstance(record, Decision) and record.source:
         resource = f"project://{record.uri.split('/')[2]}/{record.source}"
-    return ContextFragment(
-        uko_node=record.uri,
-        content=rendering.content,
-        detail_depth=rendering.depth,
-        token_count=rendering.token_count,
-        relevance_score=max(0.0, min(1.0, item.relevance)),
-        provenance=FragmentProvenance(resource_uri=resource, resource_type=kind),
+    deep = isinstance(record, Plan) or record.in_force
+    offered = {d: r for d, r in renderings.items() if deep or d < DetailDepth.FULL_SOURCE}
+    return Ranked(
+        record.uri,
+        item.relevance,
+        signals,
+        renderings=offered,
+        resource_type=kind,
+        resource_uri=resource,
         tier=item.tier,
-        metadata={
-            "strategy": strategy,
-            "kind": kind,
-            "status": record.status,
-            "distance": str(item.distance),
-        },
+        metadata={"status": record.status, "distance": str(item.distance)},
     )

@@ -88,9 +88,15 @@ class PostgresNodeStore:
         return {row[0]: node_from_row(row) for row in rows}
 
     def get_renderings(
-        self, uris: Sequence[str], depths: Sequence[int] | None = None
+        self,
+        uris: Sequence[str],
+        depths: Sequence[int] | None = None,
+        max_tokens: int | None = None,
     ) -> dict[str, dict[int, Rendering]]:
-        """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None."""
+        """``{uri: {depth: rendering}}`` for these nodes; all depths when ``depths`` is None.
+
+        ``max_tokens``: renderings of more tokens are left out (their text is never read).
+        """
         sql = (
             "SELECT n.uri, n.path, n.kind, r.depth, r.content, r.token_count, r.line_start,"
             " r.line_end, CASE WHEN r.content IS NULL THEN f.content END,"
@@ -103,6 +109,9 @@ class PostgresNodeStore:
         if depths is not None:
             sql += " AND r.depth = ANY(%s)"
             params.append(sorted(set(depths)))
+        if max_tokens is not None:
+            sql += " AND r.token_count <= %s"
+            params.append(int(max_tokens))
         out: dict[str, dict[int, Rendering]] = {}
         split: dict[str, list[str]] = {}
         for uri, path, kind, depth, content, tokens, first, last, source, cold in self._reader.read(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from contextfuse.hookspecs import hookimpl
+from contextfuse.plugin import hookimpl
 from contextfuse_postgres.connection import SCHEMES
 
 __all__ = ["DeferredPostgresStore", "contextfuse_backend_providers"]

@@ -164,6 +164,19 @@ class PostgresTierStore:
         )[0]
         return {"files": int(files), "source_bytes": int(source), "stored_bytes": int(stored)}
 
+    def tiers_of(self, paths: Iterable[str]) -> dict[str, tuple[str, float]]:
+        """Each of these indexed files' tier and modification time (see ``TierStore``)."""
+        wanted = sorted(set(paths))
+        if not wanted:
+            return {}
+        rows = self._reader.read(
+            "SELECT f.path, coalesce(t.tier, 'warm'), f.mtime_ns FROM cf_files f"
+            " LEFT JOIN cf_tiers t ON t.project = f.project AND t.path = f.path"
+            " WHERE f.project = %s AND f.path = ANY(%s)",
+            (self._reader.project, wanted),
+        )
+        return {str(path): (str(tier), int(mtime) / 1e9) for path, tier, mtime in rows}
+
 
 def _compact(conn: Any, project: str) -> int:
     """Compress the text of every cold file still stored whole; returns how many."""

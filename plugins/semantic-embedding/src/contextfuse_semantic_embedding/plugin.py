@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from contextfuse import hookimpl
+from contextfuse.plugin import hookimpl
 from contextfuse_semantic_embedding.strategy import (
     SemanticEmbeddingStrategy,
     SemanticIndexContributor,

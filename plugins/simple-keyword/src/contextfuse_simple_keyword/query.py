@@ -15,8 +15,8 @@ import re
 
 import attrs
 
-from contextfuse.backends import NodeStore, RegexSearch
 from contextfuse.errors import InvalidPatternError
+from contextfuse.plugin import NodeStore, RegexSearch
 
 __all__ = [
     "PATH_WEIGHT",

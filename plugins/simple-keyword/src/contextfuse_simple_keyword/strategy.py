@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from contextfuse import (
+from contextfuse.plugin import (
     BackendSet,
     ContextRequest,
+    NodeScoringStrategy,
     StrategyCapabilities,
 )
-from contextfuse.selection import NodeScoringStrategy
 from contextfuse_simple_keyword.query import PATH_WEIGHT, mention_scores, pattern_scores
 
 __all__ = ["SimpleKeywordStrategy"]
@@ -50,6 +50,5 @@ class SimpleKeywordStrategy(NodeScoringStrategy):
         return (
             "BM25 over code-aware terms plus exact matches of the file paths, dotted names and "
             "identifiers the request mentions, and a regular-expression search for each "
-            "/pattern/ it holds; the best code at full source, then a map of the next best "
-            "files."
+            "/pattern/ it holds."
         )

@@ -2,11 +2,13 @@
 
 1. The commits whose message, paths or changed identifiers match the request (BM25 over the
    history's full-text table, so tens of thousands of commits cost one indexed query).
-2. Their fragments, cold tier: message, author date, files with lines added and removed,
-   and the functions the hunks touched; the best at full text, the rest shallower.
+2. Their renderings, cold tier: message, author date, files with lines added and removed,
+   and the functions the hunks touched (depth 9), the subject and files (4), one line (0).
 3. The code they point to: the symbols named by their hunk headers, the files they touched
    (followed through later renames), those files' co-change neighbours, and the graph
-   neighbours (callers, callees, imports, bases) of the best of them; selected like any code.
+   neighbours (callers, callees, imports, bases) of the best of them.
+
+Commits and code form one ranking; the pipeline renders the code and spends the budget.
 """
 
 from __future__ import annotations
@@ -15,31 +17,28 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-import attrs
-
-from contextfuse.backends import BackendSet, Commit, Rendering, SearchHit
-from contextfuse.models import (
-    ContextBudget,
-    ContextFragment,
+from contextfuse.plugin import (
+    BackendSet,
+    Commit,
     ContextRequest,
     DetailDepth,
-    FragmentProvenance,
     PlanContext,
+    Ranked,
+    Rendering,
+    SearchHit,
     StrategyCapabilities,
+    Tokenizer,
+    default_tokenizer,
 )
-from contextfuse.selection import SelectionPolicy, select_fragments
-from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
 __all__ = ["TemporalArchaeologyStrategy"]
 
 #: Commits matched at most.
 COMMIT_HITS = 40
-#: Commits shown at most.
+#: Commits ranked at most: beyond a dozen, matching commits say little more.
 MAX_COMMITS = 12
-#: Share of the budget for commit fragments; what they leave goes to code.
-COMMIT_SHARE = 0.35
-#: The largest share one commit may take at full text.
-MAX_COMMIT_SHARE = 0.12
+#: The code's scores relative to the best commit's: the best commit comes first.
+CODE_WEIGHT = 0.9
 #: Files and symbols of a commit weigh 1/sqrt(files): a small commit says more per file.
 SYMBOL_WEIGHT = 1.5
 #: What a co-change neighbour inherits from the file it changes with.
@@ -67,8 +66,6 @@ class TemporalArchaeologyStrategy:
     """Commits matching the request, and the code they changed."""
 
     name = "temporal-archaeology"
-    #: How the code the commits point to is selected (see ``contextfuse.selection``).
-    policy = SelectionPolicy()
     capabilities = StrategyCapabilities(
         uses_graph=True,
         uses_temporal=True,
@@ -85,16 +82,12 @@ class TemporalArchaeologyStrategy:
             return 0.0
         return 0.7 if _HISTORY_WORDS.search(request.query) else 0.4
 
-    def assemble(
-        self,
-        request: ContextRequest,
-        backends: BackendSet,
-        budget: ContextBudget,
-        plan_context: PlanContext,
-    ) -> list[ContextFragment]:
+    def rank(
+        self, request: ContextRequest, backends: BackendSet, plan_context: PlanContext
+    ) -> list[Ranked]:
+        """The matching commits, with their renderings, and the code they point to."""
         temporal = backends.temporal
-        available = budget.available_tokens
-        if temporal is None or backends.nodes is None or available <= 0:
+        if temporal is None or backends.nodes is None:
             return []
         hits: list[SearchHit] = temporal.search(request.query, limit=COMMIT_HITS)
         if not hits:
@@ -107,25 +100,32 @@ class TemporalArchaeologyStrategy:
             if (sha := hit.uri.rsplit("/", 1)[-1]) in found
         ]
         tokenizer = backends.tokenizer or default_tokenizer()
-        commits = _commit_fragments(
-            ranked[: min(MAX_COMMITS, self.policy.max_fragments)],
-            tokenizer,
-            int(available * COMMIT_SHARE),
-            available,
-            f"commit://{backends.nodes.project}/",
-            self.name,
-        )
-        used = sum(f.token_count for f in commits)
-        # Commits and code together stay within the registry's fragments per strategy.
-        left = self.policy.max_fragments - len(commits)
-        if left <= 0:
-            return commits
+        prefix = f"commit://{backends.nodes.project}/"
+        commits = [
+            Ranked(
+                prefix + commit.sha,
+                relevance,
+                {"history": position},
+                renderings=_renderings(commit, tokenizer),
+                resource_type="commit",
+                tier="cold",
+                metadata={"sha": commit.sha},
+            )
+            for position, (commit, relevance) in enumerate(ranked[:MAX_COMMITS], start=1)
+        ]
         scores = self.code_scores(ranked, backends)
-        policy = attrs.evolve(self.policy, max_fragments=left)
-        code = select_fragments(
-            scores, backends, available - used, strategy=self.name, policy=policy
+        strongest = max(scores.values(), default=0.0) or 1.0
+        code = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        return sorted(
+            [
+                *commits,
+                *(
+                    Ranked(uri, CODE_WEIGHT * value / strongest, {"changed code": position})
+                    for position, (uri, value) in enumerate(code, start=1)
+                ),
+            ],
+            key=lambda r: (-r.score, r.uri),
         )
-        return commits + code
 
     def code_scores(
         self, ranked: Sequence[tuple[Commit, float]], backends: BackendSet
@@ -213,41 +213,12 @@ def render_commit(commit: Commit, depth: int) -> str:
     return f"{head}\n{message}\n{files}".rstrip()
 
 
-def _commit_fragments(
-    ranked: Sequence[tuple[Commit, float]],
-    tokenizer: Tokenizer,
-    share: int,
-    available: int,
-    prefix: str,
-    strategy: str,
-) -> list[ContextFragment]:
-    """The best commits, each at the deepest rendering that fits its share of the budget."""
-    fragments: list[ContextFragment] = []
-    used = 0
-    max_piece = max(1, int(available * MAX_COMMIT_SHARE))
-    for commit, relevance in ranked:
-        texts = [render_commit(commit, d) for d in (9, 4, 0)]
-        counts = tokenizer.count_many(texts)
-        for depth, text, tokens in zip((9, 4, 0), texts, counts, strict=True):
-            if (tokens <= max_piece or depth == 0) and used + tokens <= share:
-                fragments.append(
-                    _fragment(commit, Rendering(depth, text, tokens), relevance, prefix, strategy)
-                )
-                used += tokens
-                break
-    return fragments
-
-
-def _fragment(
-    commit: Commit, rendering: Rendering, relevance: float, prefix: str, strategy: str
-) -> ContextFragment:
-    return ContextFragment(
-        uko_node=prefix + commit.sha,
-        content=rendering.content,
-        detail_depth=rendering.depth,
-        token_count=rendering.token_count,
-        relevance_score=max(0.0, min(1.0, relevance)),
-        provenance=FragmentProvenance(resource_uri=prefix + commit.sha, resource_type="commit"),
-        tier="cold",
-        metadata={"strategy": strategy, "kind": "commit", "sha": commit.sha},
-    )
+def _renderings(commit: Commit, tokenizer: Tokenizer) -> dict[int, Rendering]:
+    """The commit at depths 9, 4 and 0, with their token counts."""
+    depths = (DetailDepth.FULL_SOURCE, DetailDepth.SIGNATURES, DetailDepth.MODULE_LISTING)
+    texts = [render_commit(commit, depth) for depth in depths]
+    counts = tokenizer.count_many(texts)
+    return {
+        depth: Rendering(depth, text, count)
+        for depth, text, count in zip(depths, texts, counts, strict=True)
+    }

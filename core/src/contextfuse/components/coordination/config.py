@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
+from contextfuse.components.coordination.render import RenderLimits
+
 __all__ = ["CoordinatorConfig", "StrategyLimits"]
 
 
@@ -25,8 +27,11 @@ class CoordinatorConfig(BaseModel):
 
     The first six are the spec's (``spec/acms-fusion.md``). ``circuit_breaker_cooldown``: seconds
     an open circuit waits before letting one trial call through. ``max_fragments_per_strategy``:
-    fragments kept from one run, in the strategy's order (the registry's ``max_fragments``).
-    ``per_strategy_max_cap`` must be at least ``min_useful_budget``.
+    fragments kept from one run of a fragment strategy, in the strategy's order (the registry's
+    ``max_fragments``). ``per_strategy_max_cap`` must be at least ``min_useful_budget``.
+    ``min_candidates``, ``tokens_per_candidate`` and ``header_files``: how far down a ranking
+    strategy's list the executor renders candidates (``contextfuse.components.coordination.
+    render``).
 
     ``timeout_seconds``, ``max_workers`` and ``max_fragments`` (the registry's names for the same
     settings) are accepted as aliases of ``executor_timeout``, ``executor_max_workers`` and
@@ -55,6 +60,25 @@ class CoordinatorConfig(BaseModel):
         validation_alias=AliasChoices("max_fragments_per_strategy", "max_fragments"),
     )
 
+    min_candidates: int = Field(
+        default=150,
+        ge=1,
+        description="Candidates of a ranking strategy rendered whatever its allocation.",
+    )
+    tokens_per_candidate: int = Field(
+        default=40,
+        ge=1,
+        description=(
+            "A ranking strategy's candidates are rendered down to max(min_candidates, "
+            "allocation // tokens_per_candidate); the rest are below the cut."
+        ),
+    )
+    header_files: int = Field(
+        default=40,
+        ge=0,
+        description="Files of the best code candidates that get a header fragment.",
+    )
+
     strategy_limits: dict[str, StrategyLimits] = Field(
         default_factory=dict,
         description="Per-strategy overrides of timeout, max fragments and breaker threshold.",
@@ -73,6 +97,10 @@ class CoordinatorConfig(BaseModel):
         if limits and limits.max_fragments:
             return limits.max_fragments
         return self.max_fragments_per_strategy
+
+    def render_limits(self) -> RenderLimits:
+        """How far down a ranking the executor renders."""
+        return RenderLimits(self.min_candidates, self.tokens_per_candidate, self.header_files)
 
     def threshold_for(self, name: str) -> int:
         """Consecutive failures that open the circuit of strategy ``name``."""

@@ -14,6 +14,7 @@ from contextfuse.backends import BackendSet
 from contextfuse.components.coordination.breaker import CircuitBreaker, CircuitState
 from contextfuse.components.coordination.config import CoordinatorConfig
 from contextfuse.components.coordination.pool import Round, WorkerPool
+from contextfuse.components.coordination.render import Rendered, render_ranking
 from contextfuse.components.coordination.result import (
     CIRCUIT_OPEN,
     ERROR,
@@ -24,6 +25,7 @@ from contextfuse.components.coordination.result import (
 )
 from contextfuse.components.coordination.selector import describe_error
 from contextfuse.components.protocols import Allocation, ExecutionReport
+from contextfuse.deadline import deadline_scope
 from contextfuse.models import (
     ContextBudget,
     ContextFragment,
@@ -31,6 +33,8 @@ from contextfuse.models import (
     ContextStrategyResult,
     PlanContext,
 )
+from contextfuse.ranked import Ranked
+from contextfuse.strategy import RankingStrategy, is_ranking_strategy
 
 __all__ = ["ParallelStrategyExecutor"]
 
@@ -81,7 +85,10 @@ class ParallelStrategyExecutor:
     threads (idle workers are kept between rounds; ``close()`` stops them). The round returns
     once every strategy finished or ``executor_timeout`` seconds after it started, whichever
     comes first; a strategy that never returns is abandoned on its worker, which later rounds
-    replace, so it cannot hold up later rounds or interpreter exit.
+    replace, so it cannot hold up later rounds or interpreter exit. Each strategy runs inside
+    a ``contextfuse.deadline`` scope ending with its allowance: past it, the store refuses
+    its reads and interrupts its running query, so an abandoned strategy stops using the
+    index (and any store or strategy that checks the deadline stops too).
 
     Results are validated: a strategy must return a list or tuple of ``ContextFragment``.
     Fragments are kept in the strategy's order while they fit its allocation (one that would
@@ -199,6 +206,9 @@ class ParallelStrategyExecutor:
             return []
         config = self._config
         timeouts = [config.timeout_for(task.allocation.name) for task in tasks]
+        # A ranking is rendered as far down as the whole round's budget could use: the packer
+        # may give any strategy all of it (the best one's candidates come first).
+        round_tokens = sum(task.allocation.tokens for task in tasks)
         # The round waits for the slowest allowance; each strategy is held to its own.
         state: Round[_Outcome] = Round(len(tasks))
 
@@ -206,13 +216,12 @@ class ParallelStrategyExecutor:
             while (index := state.claim()) is not None:
                 allocation = tasks[index].allocation
                 try:
-                    outcome = _run_strategy(
-                        allocation,
-                        request,
-                        backends,
-                        plan_context,
-                        config.max_fragments_for(allocation.name),
-                    )
+                    # A thread cannot be stopped: past its allowance the strategy is stopped
+                    # where it reads the store (see contextfuse.deadline).
+                    with deadline_scope(time.monotonic() + timeouts[index]):
+                        outcome = _run_strategy(
+                            allocation, request, backends, plan_context, config, round_tokens
+                        )
                 except Exception as exc:  # a bug of ours must not leave the round waiting
                     logger.exception("executor failed on strategy %s", allocation.name)
                     outcome = _failure(
@@ -274,22 +283,39 @@ def _run_strategy(
     request: ContextRequest,
     backends: BackendSet,
     plan_context: PlanContext,
-    max_fragments: int,
+    config: CoordinatorConfig,
+    round_tokens: int,
 ) -> _Outcome:
-    """Call the strategy and turn whatever it does into a validated, limited result."""
+    """Call the strategy and turn whatever it does into a validated, limited result.
+
+    A fragment strategy fills its allocation; a ranking strategy's candidates are rendered as
+    far down as ``round_tokens``, the round's whole budget, could use."""
     name = allocation.name
     tokens = allocation.tokens
+    strategy = allocation.strategy
+    ranking = is_ranking_strategy(strategy)
     start = time.perf_counter()
     try:
-        returned: object = allocation.strategy.assemble(
-            request, backends, ContextBudget.of(tokens), plan_context
+        returned: object = (
+            strategy.rank(request, backends, plan_context)
+            if isinstance(strategy, RankingStrategy) and ranking
+            else strategy.assemble(  # type: ignore[union-attr]
+                request, backends, ContextBudget.of(tokens), plan_context
+            )
         )
+        if ranking:
+            returned = _rendered(returned, backends, name, max(tokens, round_tokens), config)
     except BaseException as exc:  # a strategy's failure (even SystemExit) must not kill the worker
         elapsed = (time.perf_counter() - start) * 1000.0
         logger.warning("strategy %s failed: %s", name, describe_error(exc))
         logger.debug("strategy %s traceback", name, exc_info=exc)
         return _failure(allocation, f"raised {describe_error(exc)}", ERROR, elapsed)
     elapsed = (time.perf_counter() - start) * 1000.0
+    if isinstance(returned, _InvalidRanking):
+        logger.warning("strategy %s %s", name, returned.message)
+        return _failure(allocation, returned.message, ERROR, elapsed)
+    if isinstance(returned, Rendered):
+        return _ranked_outcome(allocation, returned, elapsed)
     if not isinstance(returned, (list, tuple)):
         message = f"returned {type(returned).__name__}, expected list[ContextFragment]"
         logger.warning("strategy %s %s", name, message)
@@ -303,6 +329,7 @@ def _run_strategy(
             logger.warning("strategy %s %s", name, message)
             return _failure(allocation, message, ERROR, elapsed)
     fragments: Sequence[ContextFragment] = returned
+    max_fragments = config.max_fragments_for(name)
     kept, over_budget, over_count = _limit(fragments, tokens, max_fragments)
     returned_tokens = sum(f.token_count for f in fragments)
     used = sum(f.token_count for f in kept)
@@ -339,3 +366,56 @@ def _run_strategy(
         stats=stats,
     )
     return _Outcome(result=result, failed=False, trimmed_tokens=trimmed)
+
+
+@attrs.frozen(slots=True)
+class _InvalidRanking:
+    message: str
+
+
+def _rendered(
+    returned: object, backends: BackendSet, name: str, tokens: int, config: CoordinatorConfig
+) -> Rendered | _InvalidRanking:
+    """A ranking strategy's candidates rendered, or what is wrong with what it returned."""
+    if not isinstance(returned, (list, tuple)):
+        return _InvalidRanking(f"rank() returned {type(returned).__name__}, expected list[Ranked]")
+    for position, item in enumerate(returned):
+        if not isinstance(item, Ranked):
+            return _InvalidRanking(
+                f"rank() returned {type(item).__name__} at index {position}, expected list[Ranked]"
+            )
+    return render_ranking(
+        returned, backends, strategy=name, tokens=tokens, limits=config.render_limits()
+    )
+
+
+def _ranked_outcome(allocation: Allocation, rendered: Rendered, elapsed: float) -> _Outcome:
+    """The result of a ranking strategy: every rendering of its candidates above the cut."""
+    stats: dict[str, Any] = {
+        "status": OK,
+        "allocation": allocation.tokens,
+        "rank_order": rendered.order,
+        "fragment_order": [f.fragment_id for f in rendered.fragments],
+        "ranked": True,
+        "below_cut": rendered.below_cut,
+        "below_cut_shown": list(rendered.below_cut_shown),
+    }
+    errors: tuple[str, ...] = ()
+    if rendered.unknown:
+        shown = ", ".join(rendered.unknown[:5])
+        more = len(rendered.unknown) - 5
+        errors = (
+            f"ranked {len(rendered.unknown)} node(s) no store holds: {shown}"
+            + (f" and {more} more" if more > 0 else ""),
+        )
+        stats["unknown"] = list(rendered.unknown)
+    result = ContextStrategyResult(
+        strategy_name=allocation.name,
+        fragments=tuple(rendered.fragments),
+        total_fragments=len(rendered.fragments),
+        tokens_used=sum(f.token_count for f in rendered.fragments),
+        execution_time_ms=elapsed,
+        errors=errors,
+        stats=stats,
+    )
+    return _Outcome(result=result, failed=False)

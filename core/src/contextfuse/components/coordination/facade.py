@@ -18,16 +18,13 @@ from typing import Any
 import attrs
 
 from contextfuse.backends import BackendSet, FragmentBackend
-from contextfuse.components.coordination.allocator import ProportionalBudgetAllocator
 from contextfuse.components.coordination.config import CoordinatorConfig
-from contextfuse.components.coordination.executor import ParallelStrategyExecutor
 from contextfuse.components.coordination.result import (
     CoordinationResult,
     in_strategy_order,
     succeeded,
 )
 from contextfuse.components.coordination.selector import (
-    ConfidenceWeightedSelector,
     as_confidence,
     describe_error,
     short_repr,
@@ -47,7 +44,8 @@ from contextfuse.models import (
     ContextStrategyResult,
     PlanContext,
 )
-from contextfuse.strategy import ContextStrategy, V1StrategyAdapter, as_strategy
+from contextfuse.slots import slot
+from contextfuse.strategy import AnyStrategy, RankingStrategy, V1StrategyAdapter, as_strategy
 
 __all__ = ["StrategyCoordinator"]
 
@@ -60,7 +58,7 @@ _V1_BY_OBJECT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary(
 _V1_LOCK = threading.Lock()
 
 
-def _adapt(obj: Any) -> ContextStrategy:
+def _adapt(obj: Any) -> AnyStrategy:
     """``as_strategy(obj)``, remembering per object whether it is a v1 strategy."""
     try:
         with _V1_LOCK:
@@ -105,9 +103,10 @@ class StrategyCoordinator:
         executor: StrategyExecutor | None = None,
     ) -> None:
         self._config = CoordinatorConfig.coerce(config)
-        self._selector = selector or ConfidenceWeightedSelector(self._config)
-        self._allocator = allocator or ProportionalBudgetAllocator(self._config)
-        self._executor = executor or ParallelStrategyExecutor(self._config)
+        # The defaults are the slot table's (one place names them), built from ``config``.
+        self._selector = selector or slot("strategy_selector").build(self._config)
+        self._allocator = allocator or slot("budget_allocator").build(self._config)
+        self._executor = executor or slot("strategy_executor").build(self._config)
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -220,7 +219,7 @@ class _PolledStrategy:
 
     __slots__ = ("capabilities", "errors", "name", "strategy")
 
-    def __init__(self, strategy: ContextStrategy, name: str, capabilities: Any) -> None:
+    def __init__(self, strategy: AnyStrategy, name: str, capabilities: Any) -> None:
         self.strategy = strategy
         self.name = name
         self.capabilities = capabilities
@@ -251,13 +250,15 @@ class _PolledStrategy:
         budget: ContextBudget,
         plan_context: PlanContext,
     ) -> list[ContextFragment]:
+        if isinstance(self.strategy, RankingStrategy):
+            raise TypeError(f"strategy {self.name!r} ranks: the executor calls its rank()")
         return self.strategy.assemble(request, backends, budget, plan_context)
 
     def explain(self) -> str:
         return self.strategy.explain()
 
 
-def _poll_guards(pool: Sequence[ContextStrategy], errors: list[str]) -> list[_PolledStrategy]:
+def _poll_guards(pool: Sequence[AnyStrategy], errors: list[str]) -> list[_PolledStrategy]:
     """Each strategy behind a guard; one whose name or capabilities fail, or whose name
     repeats an earlier one's, is reported in ``errors`` and left out."""
     guards: list[_PolledStrategy] = []

@@ -13,7 +13,7 @@ from contextfuse.backends import BackendSet
 from contextfuse.components.coordination.config import CoordinatorConfig
 from contextfuse.components.protocols import Candidate
 from contextfuse.models import ContextRequest
-from contextfuse.strategy import ContextStrategy
+from contextfuse.strategy import AnyStrategy
 
 __all__ = [
     "ConfidenceWeightedSelector",
@@ -77,7 +77,7 @@ class ConfidenceWeightedSelector:
 
     def select(
         self,
-        strategies: Sequence[ContextStrategy],
+        strategies: Sequence[AnyStrategy],
         request: ContextRequest,
         backends: BackendSet,
     ) -> list[Candidate]:
@@ -86,7 +86,7 @@ class ConfidenceWeightedSelector:
 
     def evaluate(
         self,
-        strategies: Iterable[ContextStrategy],
+        strategies: Iterable[AnyStrategy],
         request: ContextRequest,
         backends: BackendSet,
     ) -> Selection:

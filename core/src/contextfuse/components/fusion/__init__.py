@@ -2,11 +2,15 @@
 
 ``FusionEngine.fuse`` runs four injectable components and a safety net::
 
-    ContentHashDedup -> MaxDepthResolver -> WeightedCompositeScorer
-        -> GreedyKnapsackPacker -> BudgetOverageGuard
+    ContentHashDedup -> PolicyDepthResolver -> WeightedCompositeScorer
+        -> PolicyPacker -> BudgetOverageGuard
 
-One module per component: ``dedup``, ``depth``, ``scorer``, ``packer``, ``guard``; ``config``
-and ``result`` hold the engine's configuration and result, ``engine`` the facade.
+One module per component: ``dedup``, ``depth``, ``scorer``, ``policy_packer`` (over the
+specification's greedy ``packer``), ``guard``; ``policy`` holds the packing policy the
+resolver and the packer share, ``config`` and ``result`` the engine's configuration and
+result, ``engine`` the facade. The specification's ``MaxDepthResolver`` and
+``GreedyKnapsackPacker`` remain available, and the defaults behave as they do on fragments
+that are not knowledge-base candidates (no ``role``).
 
 Every step is deterministic: the same fragments (and ranks) give the same output in the
 same order. The hot path is built for 100k fragments: fragments are never copied; each is
@@ -21,7 +25,11 @@ from __future__ import annotations
 
 from contextfuse.components.fusion.config import FusionConfig
 from contextfuse.components.fusion.dedup import ContentHashDedup
-from contextfuse.components.fusion.depth import MaxDepthResolver, dedup_and_resolve
+from contextfuse.components.fusion.depth import (
+    MaxDepthResolver,
+    PolicyDepthResolver,
+    dedup_and_resolve,
+)
 from contextfuse.components.fusion.engine import FusionEngine
 from contextfuse.components.fusion.guard import BudgetOverageGuard
 from contextfuse.components.fusion.packer import (
@@ -29,6 +37,8 @@ from contextfuse.components.fusion.packer import (
     check_depth_steps,
     pack_order_key,
 )
+from contextfuse.components.fusion.policy import PackingPolicy
+from contextfuse.components.fusion.policy_packer import PolicyPacker
 from contextfuse.components.fusion.result import FusionResult
 from contextfuse.components.fusion.scorer import ScorerWeights, WeightedCompositeScorer
 
@@ -40,6 +50,9 @@ __all__ = [
     "FusionResult",
     "GreedyKnapsackPacker",
     "MaxDepthResolver",
+    "PackingPolicy",
+    "PolicyDepthResolver",
+    "PolicyPacker",
     "ScorerWeights",
     "WeightedCompositeScorer",
     "check_depth_steps",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from contextfuse.components.fusion.packer import check_depth_steps
+from contextfuse.components.fusion.policy import PackingPolicy
 from contextfuse.components.fusion.scorer import ScorerWeights
 from contextfuse.models import DetailDepth
 
@@ -28,6 +29,13 @@ class FusionConfig(BaseModel):
     )
     overage_guard_enabled: bool = Field(
         default=True, description="Enable the post-packing budget overage guard."
+    )
+    packing: PackingPolicy = Field(
+        default_factory=PackingPolicy,
+        description=(
+            "How the default depth resolver and packer spend the budget on the candidates of "
+            "ranking strategies (the [fusion.packing] table)."
+        ),
     )
 
     @field_validator("depth_fallback_steps")

@@ -16,12 +16,14 @@ from typing import Any
 
 from contextfuse.components.fusion.config import FusionConfig
 from contextfuse.components.fusion.dedup import ContentHashDedup
-from contextfuse.components.fusion.depth import MaxDepthResolver, dedup_and_resolve
+from contextfuse.components.fusion.depth import (
+    MaxDepthResolver,
+    PolicyDepthResolver,
+    dedup_and_resolve,
+)
 from contextfuse.components.fusion.gc_pause import gc_paused
 from contextfuse.components.fusion.guard import BudgetOverageGuard
-from contextfuse.components.fusion.packer import GreedyKnapsackPacker
 from contextfuse.components.fusion.result import FusionResult
-from contextfuse.components.fusion.scorer import WeightedCompositeScorer
 from contextfuse.components.protocols import (
     BudgetPacker,
     DetailDepthResolver,
@@ -31,6 +33,7 @@ from contextfuse.components.protocols import (
     KeyedScorer,
 )
 from contextfuse.models import ContextBudget, ContextFragment, PlanContext
+from contextfuse.slots import slot
 
 
 def _has_own(component: object, method: str) -> bool:
@@ -73,12 +76,13 @@ class FusionEngine:
         self.config = config if config is not None else FusionConfig()
         self.pause_gc = pause_gc
         cfg = self.config
-        self.deduplicator: FragmentDeduplicator = deduplicator or ContentHashDedup()
-        self.resolver: DetailDepthResolver = resolver or MaxDepthResolver()
-        self.scorer: FragmentScorer = scorer or WeightedCompositeScorer(cfg.scorer_weights)
-        self.packer: BudgetPacker = packer or GreedyKnapsackPacker(
-            cfg.depth_fallback_steps, cfg.min_fragment_tokens
-        )
+        # The defaults are the slot table's (one place names them), built from ``config``.
+        self.deduplicator: FragmentDeduplicator = deduplicator or slot(
+            "fragment_deduplicator"
+        ).build(cfg)
+        self.resolver: DetailDepthResolver = resolver or slot("detail_depth_resolver").build(cfg)
+        self.scorer: FragmentScorer = scorer or slot("fragment_scorer").build(cfg)
+        self.packer: BudgetPacker = packer or slot("budget_packer").build(cfg)
         self.guard = guard or BudgetOverageGuard(enabled=cfg.overage_guard_enabled)
 
     def fuse(
@@ -105,6 +109,9 @@ class FusionEngine:
             available = int(budget)
             budget_model = ContextBudget.of(available)
         available = max(0, available - reserve_tokens)
+        if reserve_tokens:
+            # The resolver sizes pieces against what the packer may fill, the reserve taken off.
+            budget_model = ContextBudget.of(max(1, available))
         with gc_paused(self.pause_gc):
             return self._fuse(
                 fragments,
@@ -131,8 +138,13 @@ class FusionEngine:
         # share the packing keys; otherwise each component is called through its protocol.
         # Both routes give one result.
         nodes: list[str] | None = None
-        if type(self.deduplicator) is ContentHashDedup and type(self.resolver) is MaxDepthResolver:
-            resolution, dedup_count, nodes = dedup_and_resolve(fragments)
+        resolver = self.resolver
+        if type(self.deduplicator) is ContentHashDedup and type(resolver) in _FUSED_RESOLVERS:
+            resolution, dedup_count, nodes = dedup_and_resolve(
+                fragments,
+                resolver,  # type: ignore[arg-type]
+                budget_model.available_tokens,
+            )
         else:
             deduped = self.deduplicator.deduplicate(fragments)
             dedup_count = len(fragments) - len(deduped)
@@ -174,4 +186,11 @@ class FusionEngine:
             alternatives=resolution.alternatives,
             fallbacks=result.fallbacks,
             available_tokens=available,
+            depth_reasons=resolution.reasons,
+            packer_notes=result.notes,
+            stopped_by=result.stopped_by,
         )
+
+
+#: Resolvers whose work is fused with the default deduplicator's in one grouping pass.
+_FUSED_RESOLVERS = (MaxDepthResolver, PolicyDepthResolver)

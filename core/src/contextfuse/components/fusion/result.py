@@ -34,6 +34,9 @@ class FusionResult:
     alternatives: Mapping[str, tuple[ContextFragment, ...]] = attrs.field(factory=dict)
     fallbacks: Mapping[str, tuple[int, int]] = attrs.field(factory=dict)
     available_tokens: int = 0
+    depth_reasons: Mapping[str, str] = attrs.field(factory=dict)  # the resolver's, per node
+    packer_notes: Mapping[str, str] = attrs.field(factory=dict)  # the packer's, per node
+    stopped_by: str = ""
 
     def __attrs_post_init__(self) -> None:
         expected = _total_tokens(self)

@@ -24,12 +24,18 @@ _TIE_BREAK_SHARE: Final = 0.5
 _QUANTUM: Final = float(2**50)
 #: Quality assumed for a strategy missing from ``quality`` (StrategyCapabilities default).
 _DEFAULT_QUALITY: Final = 0.5
+#: Tier values of a candidate's ``tier`` part: hot candidates gain, cold ones lose.
+_CANDIDATE_TIER: Final[Mapping[str, float]] = {"hot": 1.0, "warm": 0.0, "cold": -1.0}
+#: How much a strategy's rank counts beside a candidate's score: enough to order candidates
+#: of equal score by rank, never enough to pass a better score.
+_RANK_SHARE: Final = 1e-3
 
 
 class ScorerWeights(BaseModel):
     """Weights of the composite score (see ``WeightedCompositeScorer`` for the formula).
 
-    Every component value lies in [0, 1]; a weight of 0 switches its component off.
+    Every component value lies in [0, 1] (tier of a candidate: [-1, 1]); a weight of 0
+    switches its component off.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -81,6 +87,16 @@ class ScorerWeights(BaseModel):
             "[0, 1] by the most expensive fragment being scored, subtracted from the score."
         ),
     )
+    lead: float = Field(
+        default=1.0,
+        ge=0.0,
+        description=(
+            "For candidates of ranking strategies: a node that only lower-quality strategies "
+            "found falls this many score spans below the nodes that the best strategy "
+            "serving its resource type found, per better strategy that missed it. 1 keeps "
+            "the leading strategy's candidates first; 0 fuses the strategies as equals."
+        ),
+    )
     rrf_k: float = Field(
         default=60.0,
         gt=0.0,
@@ -98,6 +114,39 @@ def _strategy_weight(quality: float) -> float:
 
 class WeightedCompositeScorer:
     """Composite score of each fragment; returns the fragments best first.
+
+    Two kinds of fragment are scored, each by its own rule:
+
+    * **candidates of ranking strategies** (the fragments the pipeline rendered from a
+      ranking: ``metadata["role"]`` is set), whose ``relevance_score`` is the strategy's own
+      score relative to its best candidate: the parts are shares of relevance, large
+      enough to reorder candidates whose scores are close, and quality keeps each kind of
+      resource led by the best strategy serving it (see *Candidates* below);
+    * **every other fragment** (the v1 API, fragment strategies, which decided their own
+      order): the strategies' orders fused by rank and never flipped by the other parts
+      (see *Fragments* below).
+
+    **Candidates.** Per candidate ``x`` (``S(x)``: the strategies that returned ``x``'s node;
+    ``T(x)``: the strategies of the round that returned candidates of ``x``'s resource
+    type)::
+
+        r = w_rel * (relevance_score + 1e-3 * (rrf_k + 1) / (rrf_k + best rank + 1))
+        agreement a = (|S(x) & T(x)| - 1) / (|T(x)| - 1)    (0 when T(x) has one strategy)
+        tier t = hot +1, warm 0, cold -1;  recency c and token cost k as below
+        lead l = |{s in T(x): quality[s] > max quality over S(x)}|
+
+        score = r * (1 + w_agr*a + w_tier*t + w_rec*c - w_cost*k) - w_lead * l * span
+        span  = w_rel * (1.001 + w_agr + w_tier + w_rec + w_cost)
+
+    ``span`` bounds the difference of the first term between any two candidates, so every
+    node that the best strategy serving its resource type found ranks before every node only
+    lower-quality strategies found (each resource type keeps its own leading strategy: a
+    history strategy's commits are not placed below a code strategy's code). Several
+    strategies therefore never push the best one's candidates down: they add agreement
+    among them, and candidates after them. Components: ``relevance`` (r), ``agreement``,
+    ``tier``, ``recency``, ``token_cost`` and ``quality`` (the lead term).
+
+    **Fragments.**
 
     Components (each in [0, 1] before weighting; ``w_*`` from ``ScorerWeights``):
 
@@ -181,6 +230,54 @@ class WeightedCompositeScorer:
         """
         if not fragments:
             return [], []
+        if nodes is None:
+            nodes = [f.uko_node for f in fragments]
+        is_candidate = ["role" in f.metadata for f in fragments]
+        if not any(is_candidate):
+            return self._score_fragments(fragments, nodes, sources, ranks, quality)
+        if all(is_candidate):
+            return self._score_candidates(fragments, nodes, sources, ranks, quality)
+        # A round of both kinds: fragments' rank fusion is scaled so that a strategy's first
+        # fragment weighs as much as a candidate of relevance 1.
+        split = [[i for i, c in enumerate(is_candidate) if c == kind] for kind in (True, False)]
+        parts = [
+            scorer(
+                [fragments[i] for i in indices],
+                [nodes[i] for i in indices],
+                sources,
+                ranks,
+                quality,
+            )
+            for scorer, indices in zip(
+                (self._score_candidates, self._score_fragments), split, strict=True
+            )
+        ]
+        scale = self.weights.rrf_k + 1.0 if ranks else 1.0
+        scored: list[ScoredFragment] = [ScoredFragment(f, 0.0) for f in fragments]
+        for (items, _), indices, factor in zip(parts, split, (1.0, scale), strict=True):
+            for item, index in zip(items, indices, strict=True):
+                scored[index] = ScoredFragment(
+                    item.fragment,
+                    item.score * factor,
+                    {k: v * factor for k, v in item.components.items()},
+                    item.strategies,
+                )
+        keys: list[PackKey] = [
+            (-item.score, -item.fragment.detail_depth, item.token_count, node, i)
+            for i, (item, node) in enumerate(zip(scored, nodes, strict=True))
+        ]
+        keys.sort()
+        return scored, keys
+
+    def _score_fragments(
+        self,
+        fragments: Sequence[ContextFragment],
+        nodes: Sequence[str],
+        sources: Mapping[str, Sequence[str]] | None,
+        ranks: Mapping[str, Mapping[str, int]] | None,
+        quality: Mapping[str, float] | None,
+    ) -> tuple[list[ScoredFragment], list[PackKey]]:
+        """Fragments of fragment strategies: rank fusion first, the other parts bounded."""
         w = self.weights
         qualities = dict(quality or {})
         ranks = ranks if ranks is not None else {}
@@ -205,8 +302,6 @@ class WeightedCompositeScorer:
             fused = {node: int(value * _QUANTUM) / _QUANTUM for node, value in fused.items()}
 
         # One read of each fragment's fields, then columns.
-        if nodes is None:
-            nodes = [f.uko_node for f in fragments]
         rows = [
             (f.token_count, f.detail_depth, f.relevance_score, f.tier, f.created_at)
             for f in fragments
@@ -289,6 +384,102 @@ class WeightedCompositeScorer:
                         "tier": tier,
                         "recency": rec,
                         "token_cost": cost,
+                    },
+                    names,
+                )
+            )
+            add_key((-value, -depth, tokens, node, i))
+        keys.sort()
+        return scored, keys
+
+    def _score_candidates(
+        self,
+        fragments: Sequence[ContextFragment],
+        nodes: Sequence[str],
+        sources: Mapping[str, Sequence[str]] | None,
+        ranks: Mapping[str, Mapping[str, int]] | None,
+        quality: Mapping[str, float] | None,
+    ) -> tuple[list[ScoredFragment], list[PackKey]]:
+        """Candidates of ranking strategies: relevance with shares, led by quality per kind."""
+        w = self.weights
+        qualities = dict(quality or {})
+        ranks = ranks if ranks is not None else {}
+        # Each node's best rank term, and its strategies when sources are not given.
+        k1 = w.rrf_k + 1.0
+        best_rank: dict[str, float] = {}
+        found_by: dict[str, list[str]] = {}
+        for name in sorted(ranks):
+            get_b = best_rank.get
+            for node, rank in ranks[name].items():
+                term = k1 / (k1 + (rank if rank > 0 else 0))
+                if term > get_b(node, 0.0):
+                    best_rank[node] = term
+                if sources is None:
+                    found_by.setdefault(node, []).append(name)
+        members: Mapping[str, Sequence[str]] = sources if sources is not None else found_by
+        rows = [
+            (f.token_count, f.detail_depth, f.relevance_score, f.tier, f.created_at,
+             f.provenance.resource_type)
+            for f in fragments
+        ]  # fmt: skip
+        tokens_col, depth_col, relevance_col, tier_col, created_col, type_col = zip(
+            *rows, strict=True
+        )
+        names_col = [tuple(sorted(set(members.get(node, ())))) for node in nodes]
+        # The strategies serving each resource type; then, per (strategies, type), the
+        # agreement and how many better strategies serving the type missed the node.
+        pairs = set(zip(names_col, type_col, strict=True))
+        serving: dict[str, set[str]] = {}
+        for names, kind in pairs:
+            serving.setdefault(kind, set()).update(names)
+        info: dict[tuple[tuple[str, ...], str], tuple[float, int]] = {}
+        for names, kind in pairs:
+            peers = serving.get(kind, set())
+            agreement = (len(names) - 1) / (len(peers) - 1) if len(peers) > 1 and names else 0.0
+            best = max((qualities.get(n, _DEFAULT_QUALITY) for n in names), default=0.0)
+            lead = sum(1 for p in peers if qualities.get(p, _DEFAULT_QUALITY) > best)
+            info[(names, kind)] = (agreement, lead)
+
+        w_rel, w_agr, w_tier = w.relevance, w.agreement, w.tier
+        w_rec, w_cost, w_lead = w.recency, w.token_cost, w.lead
+        span = w_rel * (1.0 + _RANK_SHARE + w_agr + w_tier + w_rec + w_cost)
+        stamps = list(map(datetime.timestamp, created_col))
+        oldest = min(stamps)
+        age_span = max(stamps) - oldest
+        max_tokens = max(tokens_col)
+        cost_scale = 1.0 / math.log1p(max_tokens) if max_tokens > 0 else 0.0
+        tier_value = _CANDIDATE_TIER.__getitem__
+        rank_term = best_rank.get
+
+        scored: list[ScoredFragment] = []
+        keys: list[PackKey] = []
+        add_scored, add_key = scored.append, keys.append
+        for i, (f, node, tokens, depth, rel, tier, stamp, kind, names) in enumerate(
+            zip(
+                fragments, nodes, tokens_col, depth_col, relevance_col, tier_col, stamps,
+                type_col, names_col,
+                strict=True,
+            )
+        ):  # fmt: skip
+            agreement, lead = info[(names, kind)]
+            r = w_rel * (rel + _RANK_SHARE * rank_term(node, 0.0))
+            c_agr = r * w_agr * agreement
+            c_tier = r * w_tier * tier_value(tier)
+            c_rec = r * w_rec * (stamp - oldest) / age_span if age_span > 0 else 0.0
+            c_cost = -r * w_cost * math.log1p(tokens) * cost_scale
+            c_q = -w_lead * lead * span if lead else 0.0
+            value = r + c_agr + c_tier + c_rec + c_cost + c_q
+            add_scored(
+                ScoredFragment(
+                    f,
+                    value,
+                    {
+                        "relevance": r,
+                        "agreement": c_agr,
+                        "quality": c_q,
+                        "tier": c_tier,
+                        "recency": c_rec,
+                        "token_cost": c_cost,
                     },
                     names,
                 )

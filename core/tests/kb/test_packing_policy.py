@@ -1,0 +1,331 @@
+"""The packing policy over a real index: a ranking goes in, the components spend the budget.
+
+Each test ranks nodes of a real index with a fixed ranking and runs the whole pipeline (its
+default components, no plugins), so what is specified is what any ranking strategy gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from contextfuse.components.fusion import PackingPolicy
+from contextfuse.components.protocols import ScoredFragment
+from contextfuse.hookspecs import hookimpl
+from contextfuse.models import ContextBudget, ContextFragment, StrategyCapabilities
+from contextfuse.node_scoring import NodeScoringStrategy
+from contextfuse.pipeline import ACMSPipeline
+from contextfuse.plugin_manager import make_plugin_manager
+
+
+def _many_functions(count: int) -> str:
+    return "\n\n".join(
+        f"def handler_{i}(request):\n    '''Handle case {i}.'''\n    return request + {i}\n"
+        for i in range(count)
+    )
+
+
+class FixedRanking(NodeScoringStrategy):
+    """Ranks the nodes it is given, by the scores it is given."""
+
+    name = "fixed"
+    capabilities = StrategyCapabilities(uses_text=True, resource_types=("*",))
+
+    def __init__(self, scores: Mapping[str, float]) -> None:
+        self._scores = dict(scores)
+
+    def can_handle(self, request: Any, backends: Any) -> float:
+        return 1.0
+
+    def scores(self, request: Any, backends: Any) -> dict[str, float]:
+        return self._scores
+
+    def explain(self) -> str:
+        return "a fixed ranking"
+
+
+def _kb(
+    new_repo: Callable[..., Any],
+    write: Callable[..., Any],
+    build: Callable[..., Any],
+    opened: Callable[..., Any],
+    files: dict[str, str],
+) -> Any:
+    root = new_repo("sel", with_git=False)
+    write(root, files)
+    build(root)
+    return opened(root)
+
+
+def _scores(kb: Any) -> dict[str, float]:
+    nodes = [n for f in kb.nodes.files() for n in [f, *kb.nodes.children(f.uri)]]
+    return {n.uri: 1.0 / (i + 1) for i, n in enumerate(nodes)}
+
+
+def _pipeline(policy: PackingPolicy | None = None, **components: Any) -> ACMSPipeline:
+    config = {"fusion": {"packing": policy.model_dump()}} if policy else {}
+    return ACMSPipeline(
+        plugin_manager=make_plugin_manager(autoload=False), config=config, **components
+    )
+
+
+def _pack(
+    kb: Any, scores: Mapping[str, float], budget: int, policy: PackingPolicy | None = None
+) -> list[ContextFragment]:
+    pipeline = _pipeline(policy)
+    pipeline.register_strategy("fixed", FixedRanking(scores))
+    with pipeline:
+        payload = pipeline.run(
+            "q",
+            kb,
+            ContextBudget(max_tokens=budget, reserved_tokens=0),
+            strategies=["fixed"],
+            preamble=False,
+        )
+    return list(payload.fragments)
+
+
+def test_what_the_map_leaves_unused_is_spent_on_code(new_repo, write, build, opened) -> None:
+    kb = _kb(
+        new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(12) for i in range(4)}
+    )
+    budget = 1500
+    fragments = _pack(kb, _scores(kb), budget)
+    assert sum(f.token_count for f in fragments) >= 0.9 * budget
+
+
+def test_the_fragment_cap_holds_with_file_headers(new_repo, write, build, opened) -> None:
+    files = {f"pkg/m{i}.py": "import os\n\n\n" + _many_functions(3) for i in range(40)}
+    kb = _kb(new_repo, write, build, opened, files)
+    policy = PackingPolicy(max_fragments=7, tokens_per_fragment=10**9)
+    fragments = _pack(kb, _scores(kb), 50_000, policy)
+    assert len(fragments) <= 7
+
+
+def test_a_fragment_with_redacted_text_says_so(new_repo, write, build, opened) -> None:
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    kb = _kb(new_repo, write, build, opened, {"conf.py": f'TOKEN = "{secret}"\n'})
+    scores = {uri: s for uri, s in _scores(kb).items() if "/conf.py" in uri}
+    (fragment,) = _pack(kb, scores, 500)
+    assert fragment.metadata["redacted"] == "1" and secret not in fragment.content
+
+
+def test_code_leaves_fragment_slots_for_the_file_map(new_repo, write, build, opened) -> None:
+    files = {f"pkg/m{i}.py": "import os\n\n\n" + _many_functions(30) for i in range(12)}
+    kb = _kb(new_repo, write, build, opened, files)
+    policy = PackingPolicy(max_fragments=30, tokens_per_fragment=10**9, whole_file_tokens=0)
+    fragments = _pack(kb, _scores(kb), 200_000, policy)
+    assert any(f.detail_depth == 2 for f in fragments)
+
+
+def test_a_larger_map_slot_share_maps_more_files(new_repo, write, build, opened) -> None:
+    files = {f"pkg/m{i}.py": "import os\n\n\n" + _many_functions(30) for i in range(40)}
+    kb = _kb(new_repo, write, build, opened, files)
+
+    def mapped(share: float) -> int:
+        policy = PackingPolicy(
+            max_fragments=30,
+            tokens_per_fragment=10**9,
+            whole_file_tokens=0,
+            map_slot_share=share,
+            spend_target=0.0,
+        )
+        return sum(f.detail_depth == 2 for f in _pack(kb, _scores(kb), 200_000, policy))
+
+    assert mapped(0.5) > mapped(0.2)
+
+
+def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
+    new_repo, write, build, opened
+) -> None:
+    methods = "".join(
+        f'    def step_{i}(self, value):\n        """Step {i}."""\n'
+        + "".join(f"        value = value * {i} + {j}\n" for j in range(6))
+        + "        return value\n\n"
+        for i in range(40)
+    )
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": f"class Pipeline:\n{methods}"})
+    cls = "project://sel/pipeline.py#Pipeline"
+    method = "project://sel/pipeline.py#Pipeline.step_7"
+    fragments = _pack(kb, {cls: 1.0, method: 0.9}, 4000)
+    depths = {f.uko_node: f.detail_depth for f in fragments if "#" in f.uko_node}
+    assert depths == {cls: 4, method: 9}
+
+
+def test_when_the_fragment_cap_binds_the_best_files_are_shown_whole(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(40) for i in range(6)}
+    )
+    policy = PackingPolicy(max_fragments=12, tokens_per_fragment=10**9, whole_file_tokens=0)
+    pipeline = _pipeline(policy)
+    pipeline.register_strategy("fixed", FixedRanking(_scores(kb)))
+    with pipeline:
+        payload = pipeline.run(
+            "q",
+            kb,
+            ContextBudget(max_tokens=20_000, reserved_tokens=0),
+            strategies=["fixed"],
+            preamble=False,
+            explain=True,
+        )
+    assert payload.explanation is not None
+    whole = [
+        row
+        for row in payload.explanation["fragments"]
+        if row["depth_reason"].startswith("full source: the whole file, in place")
+    ]
+    assert whole and all("#" not in row["uko_node"] for row in whole)
+    assert all(row["depth_by"] == "budget_packer" for row in whole)
+    assert payload.total_tokens <= 20_000
+
+
+def test_every_fragment_says_which_component_chose_its_depth_and_why(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(12) for i in range(4)}
+    )
+    pipeline = _pipeline()
+    pipeline.register_strategy("fixed", FixedRanking(_scores(kb)))
+    with pipeline:
+        payload = pipeline.run(
+            "q", kb, ContextBudget(max_tokens=1500, reserved_tokens=0), explain=True
+        )
+    assert payload.explanation is not None
+    rows = payload.explanation["fragments"]
+    assert rows and all(row["depth_reason"] for row in rows)
+    assert {row["depth_by"] for row in rows} <= {"detail_depth_resolver", "budget_packer"}
+    assert any(row["depth_reason"].startswith("full source") for row in rows)
+
+
+def test_a_wrapper_on_the_packer_sees_more_candidates_than_it_keeps(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(12) for i in range(4)}
+    )
+    seen: list[tuple[int, int]] = []
+
+    class Counting:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def pack(
+            self,
+            scored: list[ScoredFragment],
+            budget: int,
+            detail_level_maps: Mapping[str, Any],
+        ) -> Any:
+            result = self.inner.pack(scored, budget, detail_level_maps)
+            seen.append((len(scored), len(result.packed)))
+            return result
+
+    class Wrapper:
+        @hookimpl(wrapper=True)
+        def contextfuse_budget_packer(self, config: dict[str, Any]) -> Any:
+            packer = yield
+            return Counting(packer)
+
+    pm = make_plugin_manager(autoload=False)
+    pm.register(Wrapper(), name="counting")
+    pipeline = ACMSPipeline(plugin_manager=pm)
+    pipeline.register_strategy("fixed", FixedRanking(_scores(kb)))
+    with pipeline:
+        payload = pipeline.run("q", kb, ContextBudget(max_tokens=800, reserved_tokens=0))
+    ((received, kept),) = seen
+    assert kept == len(payload.fragments)
+    assert received > kept > 0
+
+
+def test_the_preamble_room_is_reserved_before_packing(new_repo, write, build, opened) -> None:
+    kb = _kb(
+        new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(12) for i in range(4)}
+    )
+    pipeline = _pipeline()
+    pipeline.register_strategy("fixed", FixedRanking(_scores(kb)))
+    with pipeline:
+        payload = pipeline.run(
+            "q", kb, ContextBudget(max_tokens=2000, reserved_tokens=0), explain=True
+        )
+    assert payload.explanation is not None
+    reserve = payload.explanation["preamble_reserve"]
+    assert reserve > 0
+    assert payload.explanation["available_tokens"] == 2000 - reserve
+    assert payload.total_tokens <= 2000 - reserve
+    assert payload.explanation["dropped_by_overage_guard"] == 0
+
+
+def test_code_concentrates_in_the_file_with_the_most_evidence(
+    new_repo, write, build, opened
+) -> None:
+    cart = "".join(
+        f"    def step_{i}(self, value):\n        return value + {i}\n\n" for i in range(3)
+    )
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {
+            "shop/cart.py": f"class Cart:\n{cart}",
+            "shop/pricing.py": "def round_price(value):\n    return round(value, 2)\n",
+        },
+    )
+    prefix = "project://sel/shop"
+    scores = {
+        f"{prefix}/cart.py#Cart.step_0": 0.9,
+        f"{prefix}/cart.py#Cart.step_1": 0.8,
+        f"{prefix}/cart.py#Cart.step_2": 0.7,
+        f"{prefix}/pricing.py#round_price": 1.0,
+    }
+    room = max(f.token_count for f in _pack(kb, scores, 4000) if f.detail_depth == 9)
+
+    def full_source(weight: float) -> set[str]:
+        policy = PackingPolicy(
+            map_share=0.0, max_piece_share=1.0, file_evidence_weight=weight, spend_target=0.0
+        )
+        return {f.uko_node for f in _pack(kb, scores, room, policy) if f.detail_depth == 9}
+
+    assert f"{prefix}/cart.py#Cart.step_0" in full_source(0.5)
+    assert f"{prefix}/pricing.py#round_price" not in full_source(0.5)
+    assert f"{prefix}/pricing.py#round_price" in full_source(0.0)
+
+
+def test_a_large_budget_is_spent_by_whole_files_when_the_candidates_run_out(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(40) for i in range(6)}
+    )
+    # Three functions of each file are ranked: their files hold what the budget can buy.
+    few = {
+        f"{f.uri}#handler_{n}": 1.0 / (i + n + 1)
+        for i, f in enumerate(kb.nodes.files())
+        if f.path.endswith(".py")
+        for n in range(3)
+    }
+    files = kb.nodes.get_renderings([uri.split("#")[0] for uri in few], (9,))
+    budget = sum(r[9].token_count for r in files.values())
+    fragments = _pack(kb, few, budget)
+    assert sum(f.token_count for f in fragments) >= 0.95 * budget
+    assert any("#" not in f.uko_node and f.detail_depth == 9 for f in fragments)
+
+
+def test_a_files_header_comes_with_its_first_full_source_symbol(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"cart.py": '"""The shopping cart."""\n\nimport os\n\n\n' + _many_functions(30)},
+    )
+    scores = {"project://sel/cart.py#handler_3": 1.0}
+    (code, header) = _pack(kb, scores, 2000, PackingPolicy(spend_target=0.0))
+    assert code.uko_node.endswith("#handler_3") and code.detail_depth == 9
+    assert header.uko_node == "project://sel/cart.py#<header>" and header.detail_depth == 9
+    assert header.content == '"""The shopping cart."""\n\nimport os'
+    assert header.provenance.location == "L1-L3"
