@@ -177,3 +177,16 @@ def test_conditional_imports_and_dunder_assignments_are_not_blocks() -> None:
     found = blocks(parsed("plugins.py", header + calls))
     assert found
     assert min(b.line_start for b in found) > header.count("\n")
+
+
+def test_rust_crate_attributes_and_module_declarations_are_not_blocks() -> None:
+    header = (
+        '#![doc(html_root_url = "https://docs.rs/x/1.0.0")]\n'
+        "#![allow(\n    clippy::cast_lossless,\n    clippy::doc_markdown,\n)]\n\n"
+        '#[cfg(feature = "alloc")]\nextern crate alloc;\n\n'
+        "mod display;\nmod error;\npub mod parse;\n\n"
+    )
+    calls = "".join(f"static H{i}: u32 = {i};\n" for i in range(PIECE_LINES))
+    found = blocks(parsed("lib.rs", header + "fn main() {}\n" + calls))
+    assert found
+    assert min(b.line_start for b in found) > header.count("\n")

@@ -44,7 +44,8 @@ class _Spec:
     wrappers: frozenset[str] = frozenset()  # ``export ...``: the declaration is inside
     fields: frozenset[str] = frozenset()  # class members kept verbatim at depth 4
     imports: tuple[re.Pattern[str], ...] = ()
-    #: Top-level statements that import: never part of a block.
+    #: Top-level statements that import or describe the module (a Rust crate attribute):
+    #: never part of a block.
     import_statements: frozenset[str] = frozenset()
     #: Node types of a value built at run time (a call, ``new``, a regex, a struct literal):
     #: a top-level binding of such a value is a symbol even when it is one line.
@@ -165,7 +166,9 @@ LANGUAGES: dict[str, _Spec] = {
             re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", re.MULTILINE),
             re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?use\s+((?:\w+::)*\w+)", re.MULTILINE),
         ),
-        import_statements=frozenset({"use_declaration", "extern_crate_declaration"}),
+        import_statements=frozenset(
+            {"use_declaration", "extern_crate_declaration", "inner_attribute_item"}
+        ),
         built=frozenset({"call_expression", "struct_expression", "macro_invocation"}),
         function_values=frozenset({"closure_expression"}),
         literals=_LITERALS,
@@ -367,9 +370,11 @@ class _Walk:
             add_blocks(self.parsed, self.lines, statements, parent, self.names)
 
     def imports_only(self, node: Any) -> bool:
-        """An import statement, or a declaration of ``require(...)`` values only."""
+        """An import statement (Rust's ``mod foo;`` too), or a declaration of imports only."""
         if node.type in self.spec.import_statements:
             return True
+        if node.type == "mod_item":
+            return node.child_by_field_name("body") is None
         if node.type not in ("lexical_declaration", "variable_declaration"):
             return False
         values = [d.child_by_field_name("value") for d in node.named_children]
