@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contextfuse.backends import Node, Rendering
+from contextfuse.kb import generation
 from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.store import Database
 
@@ -57,13 +58,12 @@ class SQLiteNodeStore:
     def __init__(self, db: Database, project: str) -> None:
         self._db = db
         self._project = project
-        # Split file text, kept per thread (each thread has its own connection, and
-        # PRAGMA data_version is comparable only within one connection).
+        # Split file text, kept per thread (each thread reads through its own connection).
         self._local = threading.local()
 
     def _file_lines(self, conn: Any) -> OrderedDict[int, list[str]]:
-        """This thread's cache of split files, emptied when another connection commits."""
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        """This thread's cache of split files, emptied when the index's content changes."""
+        version = generation.cache_key(conn)
         cache: OrderedDict[int, list[str]] | None = getattr(self._local, "lines", None)
         if cache is None or getattr(self._local, "version", None) != version:
             cache = self._local.lines = OrderedDict()

@@ -2,19 +2,23 @@
 
 Vectors are stored per ``(model, content_hash)``, normalised at insert, so a node whose text
 did not change is never embedded again (and identical texts share one vector). Search
-multiplies the matrix of the current nodes' vectors by the query; the matrix is loaded once
-per open and reloaded only after the index changes.
+multiplies the matrix of the current nodes' vectors by the query; the matrix is built once per
+generation of the index and mapped from its file by every process (``contextfuse.kb.arrays``).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from contextfuse.backends import SearchHit
+from contextfuse.kb import generation
+from contextfuse.kb.arrays import PackedStrings, load_arrays, pack_strings
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
 
@@ -27,8 +31,8 @@ class SQLiteVectorBackend:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[list[str], npt.NDArray[np.float32]]] = {}
-        self._version = -1
+        self._cache: dict[str, tuple[Sequence[str], npt.NDArray[np.float32]]] = {}
+        self._version = ""
 
     def models(self) -> list[str]:
         """Names of the embedding models that have vectors stored."""
@@ -101,34 +105,46 @@ class SQLiteVectorBackend:
                 "INSERT OR REPLACE INTO vectors (model, content_hash, vector) VALUES (?, ?, ?)",
                 rows,
             )
+            generation.renew(conn)
             if own:
                 conn.execute("COMMIT")
         except BaseException:
             if own and conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        with self._lock:  # data_version does not see this connection's own writes
+        with self._lock:  # this process wrote: nothing it cached before is current
             self._cache.clear()
 
-    def _matrix(self, model: str) -> tuple[list[str], npt.NDArray[np.float32]]:
-        version = self._db.data_version()
+    def _matrix(self, model: str) -> tuple[Sequence[str], npt.NDArray[np.float32]]:
+        version = generation.read_key(self._db)
         with self._lock:
             if version != self._version:
                 self._cache.clear()
                 self._version = version
             cached = self._cache.get(model)
             if cached is None:
-                rows = self._db.read(
-                    "SELECT n.uri, v.vector FROM nodes n JOIN vectors v "
-                    "ON v.model = ? AND v.content_hash = n.content_hash ORDER BY n.id",
-                    (model,),
+                key, arrays = load_arrays(
+                    self._db, f"vectors-{model}", lambda conn: _vector_arrays(conn, model)
                 )
-                uris = [row[0] for row in rows]
-                if rows:
-                    matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype="<f4")
-                    # A read-only view of the fetched bytes: no copy on little-endian machines.
-                    matrix = matrix.reshape(len(rows), -1).astype(np.float32, copy=False)
-                else:
-                    matrix = np.zeros((0, 0), dtype=np.float32)
-                cached = self._cache[model] = (uris, matrix)
+                cached = (PackedStrings(arrays["uri_data"], arrays["uri_ends"]), arrays["matrix"])
+                if key == version:
+                    self._cache[model] = cached
             return cached
+
+
+def _vector_arrays(conn: sqlite3.Connection, model: str) -> dict[str, npt.NDArray[Any]]:
+    """The matrix of the current nodes' vectors of ``model``, one row per node in id order,
+    and the nodes' URIs."""
+    rows = conn.execute(
+        "SELECT n.uri, v.vector FROM nodes n JOIN vectors v "
+        "ON v.model = ? AND v.content_hash = n.content_hash ORDER BY n.id",
+        (model,),
+    ).fetchall()
+    if rows:
+        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype="<f4")
+        # A read-only view of the fetched bytes: no copy on little-endian machines.
+        matrix = matrix.reshape(len(rows), -1).astype(np.float32, copy=False)
+    else:
+        matrix = np.zeros((0, 0), dtype=np.float32)
+    uris = pack_strings([row[0] for row in rows])
+    return {"matrix": matrix, "uri_data": uris["data"], "uri_ends": uris["ends"]}

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from contextfuse.kb import generation
 from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.links import FileFacts, NodeKey, build_edges, go_module
 from contextfuse.kb.nodes import chunked
@@ -100,6 +101,8 @@ class IndexWriter:
         file can give its surviving nodes their old ids (edges into them stay valid).
         """
         removed: dict[str, tuple[int, str, str]] = {}
+        if file_ids:
+            generation.renew(self.conn)
         for chunk in chunked(list(file_ids)):
             marks = ",".join("?" * len(chunk))
             contents = {
@@ -152,6 +155,8 @@ class IndexWriter:
         A node whose URI is in ``reuse`` gets that id back (see :meth:`delete_files`).
         """
         reuse = reuse or {}
+        if records:
+            generation.renew(self.conn)
         files_rows = []
         node_rows = []
         rendering_rows = []
@@ -259,6 +264,7 @@ class IndexWriter:
         With ``paths``, only the edges out of those files are replaced: right when every other
         file's edges still hold (no file added or removed, no symbol added or removed).
         """
+        generation.renew(self.conn)
         if paths is None:
             self.conn.execute("DELETE FROM edges")
             rows = self.conn.execute("SELECT path, language, facts FROM files").fetchall()
