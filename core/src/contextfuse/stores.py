@@ -2,9 +2,11 @@
 
 A provider has a ``name``, the backend kinds it ``provides`` and ``open(root, config) ->
 BackendSet``; it may also ``index(root, config, progress=..., pm=...)`` to build or refresh
-the store and say whether one ``exists(root, config)``. The core's provider is the embedded
-SQLite store (``sqlite``). Configuration picks one with ``[index] store = "<name>"`` or a URL
-whose scheme is a provider's name (``store = "postgresql://host/db"``).
+the store, say whether one ``exists(root, config)`` and whether an ``index`` run would change
+nothing (``unchanged(root, config, pm=..., tokenizer=...)``, from file-system stats). The
+core's provider is the embedded SQLite store (``sqlite``). Configuration picks one with
+``[index] store = "<name>"`` or a URL whose scheme is a provider's name
+(``store = "postgresql://host/db"``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,11 @@ class SQLiteStoreProvider:
         from contextfuse.kb import index_exists
 
         return bool(index_exists(root, index_dir=_index_dir(root, config)))
+
+    def unchanged(self, root: Path, config: Mapping[str, Any], **options: Any) -> bool:
+        from contextfuse.kb.api import index_unchanged
+
+        return index_unchanged(root, index_dir=_index_dir(root, config), **options)
 
 
 def _index_dir(root: Path, config: Mapping[str, Any]) -> Path | None:

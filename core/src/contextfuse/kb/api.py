@@ -5,20 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
+from contextfuse.kb import freshness
 from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE, git_toplevel
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend
-from contextfuse.kb.indexer import (
-    DEFAULT_INDEX_DIR,
-    IndexStats,
-    ProgressCallback,
-    build_index,
-    prepare_index_dir,
-)
+from contextfuse.kb.layout import DEFAULT_INDEX_DIR
 from contextfuse.kb.nodes import SQLiteNodeStore
 from contextfuse.kb.plans import SQLitePlanStore, ensure_plan_schema, has_plan_schema
 from contextfuse.kb.store import DB_NAME, Database
@@ -26,10 +21,15 @@ from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.vector import SQLiteVectorBackend
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
+if TYPE_CHECKING:  # the indexer is imported by the functions that index, when they run
+    from contextfuse.kb.indexer import IndexStats, ProgressCallback
+
 __all__ = [
+    "contributors_of",
     "index",
     "index_exists",
     "index_path",
+    "index_unchanged",
     "open_backends",
     "open_plan_store",
     "open_sqlite_backends",
@@ -88,20 +88,56 @@ def index(
         needs the usual ``if __name__ == "__main__":`` guard.
     :raises KnowledgeBaseError: the index cannot be built or its file is corrupt or foreign.
     """
+    from contextfuse.kb.indexer import build_index, prepare_index_dir
+
     root = resolve_root(path)
-    return build_index(
+    directory = _index_dir(root, index_dir)
+    tokenizer = tokenizer or default_tokenizer()
+    found = contributors_of(pm) if contributors is None else list(contributors)
+    prepare_index_dir(directory, root)
+    before = freshness.survey(root, directory)  # before the run: a change during it shows
+    stats = build_index(
         root,
-        index_dir=Path(index_dir).expanduser() if index_dir else None,
+        index_dir=directory,
         rebuild=rebuild,
         progress=progress,
-        contributors=_contributors(pm) if contributors is None else list(contributors),
+        contributors=found,
         tokenizer=tokenizer,
         max_file_size=max_file_size,
         workers=workers,
     )
+    settings = freshness.settings(tokenizer.name, max_file_size, found)
+    freshness.write_snapshot(directory, before, settings)
+    return stats
 
 
-def _contributors(pm: Any) -> list[Any]:
+def index_unchanged(
+    path: PathLike = ".",
+    *,
+    index_dir: PathLike | None = None,
+    pm: Any = None,
+    contributors: Sequence[Any] | None = None,
+    tokenizer: Tokenizer | None = None,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+) -> bool:
+    """True when an :func:`index` run with these arguments would change nothing.
+
+    Answered from file-system stats in milliseconds (see ``contextfuse.kb.freshness``); False
+    whenever that cannot be proven, e.g. before the first run.
+    """
+    root = resolve_root(path)
+    tokenizer = tokenizer or default_tokenizer()
+    found = contributors_of(pm) if contributors is None else contributors
+    settings = freshness.settings(tokenizer.name, max_file_size, found)
+    return freshness.unchanged(root, _index_dir(root, index_dir), settings)
+
+
+def _index_dir(root: Path, index_dir: PathLike | None) -> Path:
+    return (Path(index_dir).expanduser() if index_dir else root / DEFAULT_INDEX_DIR).resolve()
+
+
+def contributors_of(pm: Any) -> list[Any]:
+    """The index contributors the plugins of ``pm`` supply (default: the installed plugins)."""
     if pm is None:
         try:
             from contextfuse.plugins import make_plugin_manager
@@ -187,6 +223,8 @@ def open_plan_store(
     :raises KnowledgeBaseError: the index file is foreign or corrupt, or its plan tables were
         written by a newer contextfuse.
     """
+    from contextfuse.kb.indexer import prepare_index_dir
+
     root = resolve_root(path)
     db_path = index_path(root, index_dir)
     prepare_index_dir(db_path.parent, root)

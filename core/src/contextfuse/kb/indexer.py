@@ -30,10 +30,12 @@ import attrs
 from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import files as discovery
+from contextfuse.kb import freshness, generation
 from contextfuse.kb.adr import ADR_FOLDERS, import_adrs
 from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend, update_history
+from contextfuse.kb.layout import DEFAULT_INDEX_DIR
 from contextfuse.kb.nodes import SQLiteNodeStore, source_lines
 from contextfuse.kb.parse import TREE_SITTER_LANGUAGES, detect, planned_parser
 from contextfuse.kb.parse_treesitter import missing_reason
@@ -63,7 +65,6 @@ __all__ = [
     "prepare_index_dir",
 ]
 
-DEFAULT_INDEX_DIR = ".contextfuse"
 #: ``progress(description, done, total)``
 ProgressCallback = Callable[[str, int, int], None]
 _CHUNK_FILES = 200  # files counted and written together
@@ -317,6 +318,8 @@ class _Run:
         self.progress = progress or (lambda description, done, total: None)
         self.max_file_size = max_file_size
         self.workers = workers
+        # Before discovery stats any file: the moment mtimes are judged against.
+        self.started_ns = freshness.clock(index_dir, root)
         self.project = root.name
         self.changed: list[str] = []
         self.removed: list[str] = []
@@ -467,15 +470,17 @@ class _Run:
             for done, outcome in enumerate(self.outcomes(todo), 1):
                 if isinstance(outcome, discovery.Skip):
                     item = todo[done - 1].candidate
-                    skipped.append((item.path, item.size, item.mtime_ns, outcome.reason))
+                    mtime_ns = self.trusted(item.mtime_ns)
+                    skipped.append((item.path, item.size, mtime_ns, outcome.reason))
                 elif isinstance(outcome, Unchanged):
-                    touched.append((outcome.size, outcome.mtime_ns, outcome.path))
+                    touched.append((outcome.size, self.trusted(outcome.mtime_ns), outcome.path))
                     kept.add(outcome.path)
                     stats.bytes_read += outcome.size
                 else:
                     previous = old.get(outcome.path)
                     if previous is not None:
                         stale.append(previous.id)
+                    outcome.mtime_ns = self.trusted(outcome.mtime_ns)
                     records.append(outcome)
                     written.add(outcome.path)
                     stats.bytes_read += outcome.size
@@ -491,6 +496,15 @@ class _Run:
                 self.write(writer, *pending, stats)
         writer.touch(touched)
         return written
+
+    def trusted(self, mtime_ns: int) -> int:
+        """The mtime to store for a file read in this run.
+
+        A file changed again within its mtime's clock tick keeps its size and mtime; one read
+        that close to its last change is stored with an mtime no file has, so the next run
+        reads it again (git's "racily clean" entries).
+        """
+        return freshness.trusted(mtime_ns, self.started_ns)
 
     def count(self, records: list[FileRecord]) -> None:
         """Count the tokens of records that were parsed without counting."""
@@ -642,6 +656,7 @@ class _Run:
             conn.execute(
                 "DELETE FROM vectors WHERE content_hash NOT IN (SELECT content_hash FROM nodes)"
             )
+            generation.renew(conn)
             conn.execute("COMMIT")
         with self.db.snapshot():
             _totals(conn, stats)
