@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
-import pathspec
 
 from contextfuse.kb import secrets
 
@@ -157,6 +156,8 @@ class _Ignore:
     """
 
     def __init__(self, lines: list[str]) -> None:
+        import pathspec  # here: a command that only reads the index never needs it
+
         self._spec = pathspec.GitIgnoreSpec.from_lines(lines)
         active = [p for p in self._spec.patterns if p.include is not None]
         self._negated = any(not p.include for p in active)
@@ -202,6 +203,8 @@ def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
     git = names is not None
     if names is None:
         names = list(_walk_files(base, excluded))
+    import pathspec
+
     ignore = root / IGNORE_FILE
     spec = (
         pathspec.GitIgnoreSpec.from_lines(ignore.read_text("utf-8").splitlines())
