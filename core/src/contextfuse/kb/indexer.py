@@ -386,6 +386,8 @@ class _Run:
                 conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")  # merge FTS segments
             if changed:
                 writer.rebuild_vocabulary()
+            if generation.GENERATION_KEY not in meta:  # an index from before generations
+                generation.renew(conn)
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
