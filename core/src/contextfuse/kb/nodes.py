@@ -52,6 +52,22 @@ def _node(row: Sequence[Any]) -> Node:
     )
 
 
+class _Source:
+    """A file's text, split into lines on the first slice asked of it."""
+
+    __slots__ = ("_lines", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lines: list[str] | None = None
+
+    def lines(self, first: int, last: int) -> str:
+        """Lines ``first`` to ``last`` (1-based, inclusive), as :func:`source_lines` gives."""
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        return "\n".join(self._lines[first - 1 : last])
+
+
 class SQLiteNodeStore:
     """Nodes of one project's index. Depth-9 text is sliced from the stored file content."""
 
@@ -61,10 +77,10 @@ class SQLiteNodeStore:
         # Split file text, kept per thread (each thread reads through its own connection).
         self._local = threading.local()
 
-    def _file_lines(self, conn: Any) -> OrderedDict[int, list[str]]:
-        """This thread's cache of split files, emptied when the index's content changes."""
+    def _file_lines(self, conn: Any) -> OrderedDict[int, _Source]:
+        """This thread's cache of file texts, emptied when the index's content changes."""
         version = generation.cache_key(conn)
-        cache: OrderedDict[int, list[str]] | None = getattr(self._local, "lines", None)
+        cache: OrderedDict[int, _Source] | None = getattr(self._local, "lines", None)
         if cache is None or getattr(self._local, "version", None) != version:
             cache = self._local.lines = OrderedDict()
             self._local.version = version
@@ -128,17 +144,18 @@ class SQLiteNodeStore:
                 ).fetchall()
                 for uri, file_id, kind, depth, content, tokens, first, last in rows:
                     if content is None:  # the node's lines of the file
-                        lines = sources.get(file_id)
-                        if lines is None:
+                        source = sources.get(file_id)
+                        if source is None:
                             text = conn.execute(
                                 "SELECT content FROM files WHERE id = ?", (file_id,)
                             ).fetchone()[0]
-                            lines = sources[file_id] = stored_text(text).split("\n")
+                            source = sources[file_id] = _Source(stored_text(text))
                             if len(sources) > _LINE_CACHE_FILES:
                                 sources.popitem(last=False)
                         else:
                             sources.move_to_end(file_id)
-                        content = source_lines(lines, kind, first, last)
+                        # A file's depth 9 is its whole text: no split and join again.
+                        content = source.text if kind == "file" else source.lines(first, last)
                     out.setdefault(uri, {})[depth] = Rendering(depth, content, tokens, first, last)
         return out
 
