@@ -129,6 +129,10 @@ class ContextAssembler:
                 self._backends = opened
             return self._backends
 
+    def reopen(self) -> None:
+        """Close the store's backends; the next use opens them on the index as it now is."""
+        self._close_backends()
+
     def _close_backends(self) -> None:
         with self._lock:
             backends, self._backends = self._backends, None

@@ -6,6 +6,9 @@ Every model is a frozen pydantic v2 model; the validation rules are those of
 
 from __future__ import annotations
 
+import base64
+import os
+import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -63,9 +66,25 @@ class DetailDepth:
     FALLBACK = (9, 4, 2, 0)
 
 
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+#: RFC 4648 base32 digits to Crockford's: the same 5-bit values, ULID's alphabet.
+_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode())
+_ulid_time: tuple[int, str] = (-1, "")
+
+
 def new_ulid() -> str:
-    """A fresh ULID as its 26-character string."""
-    return str(ULID())
+    """A fresh ULID as its 26-character string.
+
+    The 48-bit millisecond time in 10 digits (encoded once per millisecond), then 80 random
+    bits in 16 (base64's C base32 encoder, translated): a payload of 8k tokens creates
+    hundreds of fragments, each with an id, and this takes half the time of ``ulid``'s.
+    """
+    global _ulid_time
+    ms = time.time_ns() // 1_000_000
+    stamp = _ulid_time
+    if stamp[0] != ms:
+        stamp = _ulid_time = (ms, "".join(_CROCKFORD[(ms >> s) & 31] for s in range(45, -1, -5)))
+    return stamp[1] + base64.b32encode(os.urandom(10)).translate(_TO_CROCKFORD).decode()
 
 
 def utc_now() -> datetime:

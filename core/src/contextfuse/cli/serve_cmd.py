@@ -55,6 +55,13 @@ def parse_projects(values: tuple[str, ...]) -> dict[str, Path]:
 )
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None)
 @click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Processes answering requests over the same indexes (default 1); the main "
+    "process refreshes them.",
+)
+@click.option(
     "--refresh-interval",
     type=click.FloatRange(min=0),
     default=None,
@@ -69,6 +76,7 @@ def serve(
     store: str | None,
     max_body_bytes: int | None,
     refresh_interval: float | None,
+    workers: int | None,
 ) -> None:
     """Serve POST /v1/assemble, POST /v1/compact, GET /v1/strategies and /healthz.
 
@@ -91,6 +99,7 @@ def serve(
             store=store,
             max_body_bytes=max_body_bytes,
             refresh_interval_s=refresh_interval,
+            workers=workers,
         )
         click.echo(f"indexing {len(settings.projects)} project(s)...", err=True)
         run_server(

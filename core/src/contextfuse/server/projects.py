@@ -89,11 +89,15 @@ class WarmProject:
             return self._refresh()
 
     def _refresh(self) -> Any:
+        if self._open and self.assembler.unchanged():
+            # Proven from stats alone: requests go on, nothing is locked or reopened.
+            self._refreshed_at = self._clock()
+            return None
         self._lock.acquire_write()
         try:
             if self._open:
                 self.assembler.backends.nodes.close()
-            stats = self.assembler.refresh()
+            stats = self.assembler.refresh(force=True)
             self._open = self.assembler.backends is not None  # opens them now, not per request
             self._refreshed_at = self._clock()
             return stats

@@ -7,6 +7,7 @@ A settings file (TOML) may give everything the flags give::
     port = 8765
     max_body_bytes = 16777216
     refresh_interval_s = 30
+    workers = 2                  # processes answering requests (default 1)
     store = "postgresql://db.example/contextfuse"  # optional: one store for every project
 
     [projects]
@@ -74,6 +75,8 @@ class ServerSettings(BaseModel):
     token: str | None = Field(default=None, min_length=16)
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     refresh_interval_s: float = Field(default=30.0, ge=0)
+    #: Worker processes answering requests (one index, refreshed by the main process).
+    workers: int = Field(default=1, ge=1, le=64)
     providers: tuple[OpenAIProviderSettings, ...] = ()
     #: The store every project is indexed in and served from (a backend provider's name or
     #: URL); None: each project's own ``[index] store``. It may hold credentials: it is never
