@@ -63,8 +63,7 @@ class ServedProject(WarmProject):
     def assemble(self, query: str, budget: int, **options: Any) -> ContextPayload:
         """Assemble context from the index as the last complete refresh left it."""
         with self._gate.shared():
-            self._follow()
-            self._lock.acquire_read()
+            self._read_current()
             try:
                 return self.assembler.assemble(query, budget, **options)
             finally:
@@ -73,21 +72,35 @@ class ServedProject(WarmProject):
     def strategies(self) -> list[dict[str, Any]]:
         """The registry's view of every strategy, judged against this project's index."""
         with self._gate.shared():
-            self._follow()
-            return super().strategies()
+            self._read_current()
+            try:
+                rows: list[dict[str, Any]] = self.assembler.registry.describe(
+                    self.assembler.backends
+                )
+                return rows
+            finally:
+                self._lock.release_read()
 
-    def _follow(self) -> None:
-        """Reopen the backends when the index changed since they were opened."""
-        current = self._current_generation()
-        if current is not None and current == self._generation:
-            return
-        self._lock.acquire_write()  # the requests under way in this process finish first
-        try:
-            self.assembler.reopen()
-            self._generation = self._current_generation()
-            self._open = True
-        finally:
-            self._lock.release_write()
+    def _read_current(self) -> None:
+        """Enter as a reader of backends opened on the index as it now is.
+
+        The backends are only ever used, and compared with the index, under the lock: a
+        reopening (under the write lock) closes connections no request holds. A store
+        without generations (a server database) is read live and never reopened.
+        """
+        while True:
+            self._lock.acquire_read()
+            if self._open and self._current_generation() == self._generation:
+                return
+            self._lock.release_read()
+            self._lock.acquire_write()
+            try:
+                if not self._open or self._current_generation() != self._generation:
+                    self.assembler.reopen()
+                    self._generation = self._current_generation()
+                    self._open = True
+            finally:
+                self._lock.release_write()
 
     def _current_generation(self) -> str | None:
         database = getattr(self.assembler.backends.nodes, "database", None)
@@ -97,12 +110,15 @@ class ServedProject(WarmProject):
         """Open the backends and map the arrays every request reads (the vector matrices,
         the graph's), so that the first request pays for neither."""
         with self._gate.shared():
-            self._follow()
-            backends = self.assembler.backends
-            if backends.vector is not None:
-                for model in backends.vector.models():
-                    backends.vector.search(model, _EMPTY, limit=0)  # loads, returns nothing
-            backends.graph.personalized_pagerank({}, limit=1)
+            self._read_current()
+            try:
+                backends = self.assembler.backends
+                if backends.vector is not None:
+                    for model in backends.vector.models():
+                        backends.vector.search(model, _EMPTY, limit=0)  # loads, returns []
+                backends.graph.personalized_pagerank({}, limit=1)
+            finally:
+                self._lock.release_read()
 
 
 class ServedPool(ProjectPool):
