@@ -21,7 +21,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from ulid import ULID
 
 from contextfuse.hashing import context_hash
 
@@ -93,6 +92,8 @@ def utc_now() -> datetime:
 
 
 def _check_ulid(value: str) -> str:
+    from ulid import ULID  # here: ids are made by new_ulid; only given ones are parsed
+
     try:
         ULID.from_str(value)
     except ValueError as exc:

@@ -208,6 +208,8 @@ class TiktokenTokenizer:
         return len(enc.encode_ordinary(text))  # type: ignore[attr-defined]
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
+        if self._encoding is None and self._quick_chars + sum(map(len, texts)) <= _QUICK_CHARS:
+            return [self.count(t) for t in texts]  # few and short: the quick encoder's
         enc = self._enc()
         batch = getattr(enc, "encode_ordinary_batch", None)
         if batch is not None and len(texts) > 8:

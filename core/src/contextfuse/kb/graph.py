@@ -117,7 +117,7 @@ class SQLiteGraphBackend:
         """
         if not 0.0 <= damping < 1.0:
             raise ValueError(f"damping must be in [0, 1), not {damping}")
-        graph = self._adjacency(tuple(sorted(kinds)) if kinds else EDGE_KINDS)
+        graph = self._adjacency(tuple(sorted(kinds or EDGE_KINDS)))
         seed_ids = self._ids([u for u, w in seeds.items() if w > 0])
         if not seed_ids or len(graph.ids) == 0:
             return []
