@@ -158,7 +158,7 @@ def test_an_edit_within_the_same_clock_tick_is_read_again(
 
 
 @pytest.mark.parametrize("with_git", [True, False])
-def test_a_skipped_refresh_answers_as_a_full_one(
+def test_an_assembler_skips_the_index_run_until_something_changes(
     new_repo: Callable[..., Path], with_git: bool
 ) -> None:
     from contextfuse.assembler import ContextAssembler
@@ -167,11 +167,9 @@ def test_a_skipped_refresh_answers_as_a_full_one(
     settle(repo)
     with ContextAssembler(repo) as assembler:
         assert assembler.refresh() is not None  # the first run indexes
-        before = assembler.assemble("slugify the text", 2000)
+        assembler.assemble("slugify the text", 2000)
         assert assembler.refresh() is None  # nothing changed: no run
-        again = assembler.assemble("slugify the text", 2000)
         (repo / "shop/util.py").write_text("def slugify(text):\n    return 'renamed'\n")
         assert assembler.refresh() is not None
         after = assembler.assemble("slugify the text", 2000)
-    assert [f.content for f in again.fragments] == [f.content for f in before.fragments]
     assert any("'renamed'" in f.content for f in after.fragments)

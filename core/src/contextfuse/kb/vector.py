@@ -36,7 +36,13 @@ class SQLiteVectorBackend:
 
     def models(self) -> list[str]:
         """Names of the embedding models that have vectors stored."""
-        return [row[0] for row in self._db.read("SELECT DISTINCT model FROM vectors ORDER BY 1")]
+        # One index seek per model: DISTINCT would read every vector (megabytes) to find two.
+        rows = self._db.read(
+            "WITH RECURSIVE m(model) AS (SELECT min(model) FROM vectors UNION ALL"
+            " SELECT (SELECT min(model) FROM vectors WHERE model > m.model) FROM m"
+            " WHERE m.model IS NOT NULL) SELECT model FROM m WHERE model IS NOT NULL"
+        )
+        return [row[0] for row in rows]
 
     def search(
         self, model: str, vector: npt.NDArray[np.float32], limit: int = 50
