@@ -57,8 +57,9 @@ class PackedStrings(Sequence[str]):
     """
 
     def __init__(self, data: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]) -> None:
-        self._data = data
+        self._data = memoryview(data)  # type: ignore[arg-type]  # numpy arrays are buffers
         self._ends = ends
+        self._offsets: list[int] | None = None  # ends as Python ints, made on first use
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -66,13 +67,15 @@ class PackedStrings(Sequence[str]):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
+        offsets = self._offsets
+        if offsets is None:
+            offsets = self._offsets = [0, *self._ends.tolist()]
         i = int(index)
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(index)
-        start = int(self._ends[i - 1]) if i else 0
-        return bytes(self._data[start : int(self._ends[i])]).decode("utf-8", "surrogateescape")
+        return str(self._data[offsets[i] : offsets[i + 1]], "utf-8", "surrogateescape")
 
     def __iter__(self) -> Iterator[str]:
         return (self[i] for i in range(len(self)))
