@@ -108,7 +108,31 @@ def index(
     )
     settings = freshness.settings(tokenizer.name, max_file_size, found)
     freshness.write_snapshot(directory, before, settings)
+    _map_arrays(root, directory)
     return stats
+
+
+def _map_arrays(root: Path, directory: Path) -> None:
+    """Write the array files of the new generation now, not in the first assembly after it.
+
+    The vector matrix of each model and the graph's arrays of every edge kind (what the
+    built-in strategies read) are built from the index once (``contextfuse.kb.arrays``); a
+    strategy asking for other kinds builds those on first use.
+    """
+    import numpy as np
+
+    try:
+        backends = open_sqlite_backends(root, index_dir=directory)
+    except KnowledgeBaseError:  # the first assembly will say what is wrong
+        return
+    try:
+        if backends.vector is not None:
+            for model in backends.vector.models():
+                backends.vector.search(model, np.zeros(1, dtype=np.float32), limit=0)
+        if backends.graph is not None:
+            backends.graph.personalized_pagerank({}, limit=1)
+    finally:
+        backends.close()
 
 
 def index_unchanged(
