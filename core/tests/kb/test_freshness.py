@@ -128,6 +128,14 @@ def test_another_tokenizer_or_contributor_set_is_a_change(repo: Path, build: Bui
     assert not current(repo, max_file_size=10)
 
 
+def test_another_user_or_git_environment_is_a_change(
+    repo: Path, build: Builder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh_index(repo, build)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(repo.parent / "other.gitconfig"))
+    assert not current(repo)
+
+
 def test_another_writer_of_the_index_is_a_change(repo: Path, build: Builder) -> None:
     fresh_index(repo, build)
     with closing(sqlite3.connect(repo / DEFAULT_INDEX_DIR / DB_NAME, isolation_level=None)) as db:

@@ -200,19 +200,23 @@ def settings(tokenizer: str, max_file_size: int, contributors: Iterable[Any]) ->
     """What else an index run's outcome depends on (compared as a whole).
 
     A contributor is told apart by its name, its class and its optional ``fingerprint`` (a
-    string naming its configuration, e.g. the embedding model); the ``CONTEXTFUSE_*``
-    environment variables that configure plugins count by a digest of their values, and
-    those whose names say they hold a secret are left out.
+    string naming its configuration, e.g. the embedding model); the environment variables
+    that configure plugins (``CONTEXTFUSE_*``) and git (``GIT_*``, ``HOME``,
+    ``XDG_CONFIG_HOME``) count by a digest of their values, and those whose names say they
+    hold a secret are left out.
     """
     names = sorted(
         f"{getattr(c, 'name', '')}|{type(c).__module__}.{type(c).__qualname__}|"
         f"{getattr(c, 'fingerprint', '')}"
         for c in contributors
     )
+    # git reads the user's configuration and its GIT_* variables: another user, another
+    # listing of the same folder.
     configured = sorted(
         (k, v)
         for k, v in os.environ.items()
-        if k.startswith("CONTEXTFUSE_") and not any(w in k for w in _SECRET_WORDS)
+        if k.startswith(("CONTEXTFUSE_", "GIT_", "XDG_CONFIG_HOME", "HOME"))
+        and not any(w in k for w in _SECRET_WORDS)
     )
     packages = {}
     for entry in sys.path:
