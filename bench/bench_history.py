@@ -29,7 +29,7 @@ from random import Random
 from contextfuse.assembler import ContextAssembler
 from contextfuse.config import ContextfuseConfig
 from contextfuse.kb import index, open_backends, open_plan_store
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 
 QUERIES = [
     "why does QuerySet.bulk_create handle update_conflicts and unique_fields",

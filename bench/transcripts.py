@@ -88,6 +88,22 @@ _TOOLS = {
 }
 
 
+def plain_text(messages: list[Message]) -> str:
+    """Everything a reader of ``messages`` sees: contents and tool calls' names and arguments,
+    one message after another (what a fact is looked for in)."""
+    parts: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            parts.append(f"{function.get('name')}({function.get('arguments', '')})")
+    return "\n".join(parts)
+
+
 def transcript(messages: int, seed: int = 0) -> list[Message]:
     """A transcript of exactly ``messages`` messages."""
     rng = random.Random(seed)

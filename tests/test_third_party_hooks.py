@@ -68,4 +68,4 @@ def test_contextfuse_plugins_lists_the_wrapper_of_a_slot(run_with_path, site):
     assert done.returncode == 0, done.stderr
     packer = next(s for s in json.loads(done.stdout)["slots"] if s["name"] == "budget_packer")
     assert packer["wrappers"] == ["packer-wrapper"]
-    assert (packer["protocol"], packer["default"]) == ("BudgetPacker", "GreedyKnapsackPacker")
+    assert (packer["protocol"], packer["default"]) == ("BudgetPacker", "PolicyPacker")

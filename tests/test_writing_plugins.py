@@ -78,6 +78,7 @@ def test_the_installed_strategy_answers_on_a_real_repository(run_with_path, site
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
     assert payload["strategies_used"] == ["definitions-first"]
-    symbols = [f for f in payload["fragments"] if f["detail_depth"] == 9 and "#" in f["uko_node"]]
-    assert any("rendering" in f["content"].lower() for f in symbols)
+    fragments = payload["fragments"]
+    assert all(f["provenance"]["resource_uri"].startswith("project://kb/") for f in fragments)
+    assert any(f["detail_depth"] == 9 and "def " in f["content"] for f in fragments)
     assert payload["total_tokens"] <= 3000

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from contextfuse import ContextFragment, FragmentProvenance
-from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
+from contextfuse.plugin_manager import ContextfusePluginManager, make_plugin_manager
 
 
 @pytest.fixture

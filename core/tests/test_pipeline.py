@@ -18,7 +18,7 @@ from contextfuse import (
 from contextfuse.backends import FragmentBackend
 from contextfuse.components.protocols import COMPONENT_NAMES
 from contextfuse.errors import UnknownStrategyError
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 
 BUDGET = ContextBudget(max_tokens=2048, reserved_tokens=256)
 

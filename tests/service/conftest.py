@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.server.app import build_asgi
 from contextfuse.server.run import bind, prepare
 from contextfuse.server.settings import ServerSettings
@@ -59,6 +61,40 @@ def running(settings: ServerSettings) -> Iterator[str]:
         sock.close()
 
 
+@contextmanager
+def cli_server(*args: str) -> Iterator[str]:
+    """``contextfuse ARGS`` as a real process; yields the first address it announces."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "contextfuse.cli.main", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    url = None
+    deadline = time.monotonic() + 120
+    while url is None and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        found = re.search(r" on (http://\S+)", line)
+        url = found.group(1) if found else None
+    try:
+        assert url, "the server did not announce its URL"
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        process.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def served_process() -> Callable[..., Any]:
+    """Start a command that serves (``serve``, ``explore``) as a process: a context manager
+    yielding the address it announces."""
+    return cli_server
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The repository the module's server serves as project ``demo``."""
@@ -70,6 +106,19 @@ def service(repo: Path) -> Iterator[str]:
     """The base URL of a server for the module (starting one per test would re-index)."""
     settings = ServerSettings(projects={"demo": repo}, max_body_bytes=64 * 1024)
     with running(settings) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def service_token() -> str:
+    """The bearer token ``guarded_service`` wants."""
+    return "service-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def guarded_service(repo: Path, service_token: str) -> Iterator[str]:
+    """The base URL of a server for the module that wants the bearer token."""
+    with running(ServerSettings(projects={"demo": repo}, token=service_token)) as url:
         yield url
 
 

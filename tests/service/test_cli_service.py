@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
@@ -30,36 +29,30 @@ def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> A
 
 
 @pytest.fixture
-def served(repo: Path) -> Iterator[str]:
+def served(repo: Path, served_process: Callable[..., Any]) -> Iterator[str]:
     """``contextfuse serve --port 0`` in a subprocess; yields its URL."""
-    process = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--project", f"demo={repo}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    url = None
-    deadline = time.monotonic() + 120
-    while url is None and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        found = re.search(r"listening on (http://\S+)", line)
-        url = found.group(1) if found else None
-    try:
-        assert url, "the server did not announce its URL"
+    with served_process("serve", "--port", "0", "--project", f"demo={repo}") as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        process.stderr.close()
 
 
 @pytest.mark.slow
 def test_serve_listens_on_loopback_and_answers(served: str) -> None:
     assert served.startswith("http://127.0.0.1:")
     assert httpx.get(served + "/healthz").json()["projects"] == ["demo"]
+
+
+@pytest.mark.slow
+def test_explore_serves_the_explorer_over_one_repository_with_the_query_in_its_address(
+    repo: Path, served_process: Callable[..., Any]
+) -> None:
+    args = ["explore", "add two numbers", "--repo", str(repo), "--budget", "3000", "--no-browser"]
+    with served_process(*args) as url:
+        base, _, state = url.partition("/#")
+        assert base.startswith("http://127.0.0.1:")
+        expected = {"project": ["demo"], "budget": ["3000"], "q": ["add two numbers"]}
+        assert parse_qs(state) == expected
+        assert "contextfuse explorer" in httpx.get(base + "/").text
+        assert httpx.get(base + "/healthz").json()["projects"] == ["demo"]
 
 
 def test_serve_refuses_a_public_address_without_a_token(repo: Path) -> None:
@@ -95,6 +88,16 @@ def test_compact_reads_a_transcript_on_stdin() -> None:
     out = json.loads(result.stdout)
     assert out["compaction"]["flow"] == "selective-compaction"
     assert out["compaction"]["output_bytes"] < out["compaction"]["original_bytes"]
+
+
+def test_compact_says_on_stderr_why_a_target_was_missed() -> None:
+    messages = transcript()
+    messages[-1]["content"] = "a.py\n" * 4000  # a recent unit, kept whole
+    result = run_cli("compact", stdin=json.dumps(messages))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["compaction"]["target_met"] is False
+    assert result.stderr.startswith("note: target ratio 0.1 not met (")
+    assert "protected messages alone" in result.stderr
 
 
 def test_compact_accepts_a_request_object_and_options_override_it() -> None:

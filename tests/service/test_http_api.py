@@ -64,7 +64,7 @@ def test_a_path_is_not_a_project_name(service: str) -> None:
         ({"query": "  ", "project": "demo"}, "query", "value_error"),
         ({"query": "q", "project": "demo", "budget": 0}, "budget", "greater_than_equal"),
         (
-            {"query": "q", "project": "demo", "budget": 10, "reserved": 10},
+            {"query": "q", "project": "demo", "budget": 200, "reserved": 200},
             "reserved",
             "value_error",
         ),
@@ -237,3 +237,47 @@ def test_refreshes_under_concurrent_requests_never_break_an_assembly(
         with ThreadPoolExecutor(8) as pool:
             statuses = list(pool.map(assemble, range(32)))
     assert statuses == [200] * 32
+
+
+@pytest.mark.parametrize(
+    "host", ["attacker.example", "attacker.example:8765", "10.0.0.5", "127.0.0.1.nip.io"]
+)
+def test_a_server_without_token_refuses_a_host_name_that_is_not_loopback(
+    service: str, host: str
+) -> None:
+    response = httpx.post(
+        service + "/v1/assemble",
+        json={"query": "add", "project": "demo"},
+        headers={"host": host, "origin": f"http://{host}"},
+    )
+    assert response.status_code == 403
+    assert "is not allowed" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1:1234", "[::1]:8765", "LOCALHOST."])
+def test_a_server_without_token_answers_loopback_host_names(service: str, host: str) -> None:
+    assert httpx.get(service + "/healthz", headers={"host": host}).status_code == 200
+
+
+def test_configured_host_names_are_answered(repo: Path, serve: Any) -> None:
+    settings = ServerSettings(projects={"demo": repo}, allowed_hosts=("proxy.internal",))
+    with serve(settings) as url:
+        response = httpx.get(url + "/healthz", headers={"host": "proxy.internal:80"})
+        refused = httpx.get(url + "/healthz", headers={"host": "other.internal"})
+    assert (response.status_code, refused.status_code) == (200, 403)
+
+
+def test_an_unknown_plan_id_is_a_422_naming_the_field(service: str) -> None:
+    response = post(service, "/v1/assemble", {"query": "add", "project": "demo", "plan_id": "nope"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["field"] == "plan_id"
+    assert response.json()["detail"][0]["rule"] == "known_plan"
+
+
+def test_a_lone_surrogate_in_a_transcript_is_a_422_not_a_500(service: str) -> None:
+    body = b'{"messages": [{"role": "user", "content": "hi \\ud800 there"}]}'
+    response = httpx.post(
+        service + "/v1/compact", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert "lone surrogate" in response.text

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -96,3 +98,45 @@ def test_the_projects_indexed_files_are_resources(repo: Path) -> None:
     listed, read = session_run(repo, script)
     assert {str(r.uri).rsplit("/", 1)[-1] for r in listed.resources} >= {"calc.py", "main.py"}
     assert "def add(a, b):" in read.contents[0].text
+
+
+def test_resources_are_named_for_the_served_project_not_its_folder(
+    tmp_path: Path, new_repo: Callable[[Path], Path]
+) -> None:
+    repo = new_repo(tmp_path / "folder-name")
+
+    async def script(session: ClientSession) -> Any:
+        listed = await session.list_resources()
+        return listed, await session.read_resource("project://demo/calc.py")
+
+    listed, read = session_run(repo, script)
+    assert {str(r.uri) for r in listed.resources} >= {"project://demo/calc.py"}
+    assert "def add(a, b):" in read.contents[0].text
+
+
+def test_a_tracked_folder_replaced_by_a_link_out_of_the_repository_is_no_resource(
+    tmp_path: Path, new_repo: Callable[[Path], Path]
+) -> None:
+    repo = new_repo(tmp_path / "evil")
+    (repo / "conf").mkdir()
+    (repo / "conf" / "passwd").write_text("tracked\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "conf"], cwd=repo, check=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:OUTSIDE-MARK:0:0\n")
+    shutil.rmtree(repo / "conf")
+    (repo / "conf").symlink_to(outside, target_is_directory=True)
+
+    async def script(session: ClientSession) -> Any:
+        listed = await session.list_resources()
+        try:
+            read = await session.read_resource("project://demo/conf/passwd")
+        except Exception as exc:  # the SDK raises McpError for an unknown resource
+            return listed, str(exc)
+        return listed, "".join(getattr(c, "text", "") for c in read.contents)
+
+    listed, read = session_run(repo, script)
+    assert not any("conf/" in str(r.uri) for r in listed.resources)
+    assert "OUTSIDE-MARK" not in read

@@ -16,10 +16,10 @@ from typing import Any
 
 from contextfuse.backends import BackendSet
 from contextfuse.config import ContextfuseConfig, load_config
-from contextfuse.errors import ConfigError, KnowledgeBaseError
+from contextfuse.errors import ConfigError, KnowledgeBaseError, UnknownPlanError
 from contextfuse.models import ContextBudget, ContextPayload, ContextRequest, PlanContext
 from contextfuse.pipeline import ACMSPipeline
-from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
+from contextfuse.plugin_manager import ContextfusePluginManager, make_plugin_manager
 from contextfuse.registry import StrategyRegistry
 from contextfuse.stores import choose_provider, store_config
 from contextfuse.tokenizer import resolve_tokenizer
@@ -185,6 +185,11 @@ class ContextAssembler:
         plan = None
         if request.plan_id and backends.plans is not None:
             plan = backends.plans.get_plan(request.plan_id)
+            if plan is None:  # as ``plan show`` says: a typo must not pass silently
+                raise UnknownPlanError(
+                    f"no plan {request.plan_id!r} in this project; `contextfuse plan list` "
+                    "lists them"
+                )
         payload = self.pipeline.run(
             request,
             backends,

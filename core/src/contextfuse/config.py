@@ -6,7 +6,10 @@ The user file is ``$CONTEXTFUSE_CONFIG`` if set, else ``$XDG_CONFIG_HOME/context
 
 ```toml
 [context.strategies]
-enabled = ["simple-keyword", "semantic-embedding"]
+enabled = ["simple-keyword", "semantic-embedding"]   # default: every installed strategy
+primary_resource_types = ["code", "docs"]            # what the degradation path serves
+join_confidence = 0.8                                # other strategies join at this can_handle
+install_hint = "contextfuse-simple-keyword"          # named when no text strategy is installed
 
 [context.strategies.custom]
 "my-strategy" = "my_package.strategies:MyStrategy"
@@ -63,12 +66,11 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 __all__ = [
-    "DEFAULT_ENABLED",
-    "FALLBACK_CHAIN",
     "SECTIONS",
     "ContextfuseConfig",
     "FinalizeSettings",
     "IndexSettings",
+    "StrategySelection",
     "StrategySettings",
     "TierSettings",
     "TokenizerSettings",
@@ -79,27 +81,42 @@ __all__ = [
     "write_project_strategies",
 ]
 
-#: The default ``context.strategies.enabled``: the built-in repository strategies, naming
-#: only strategies that exist as distributions under ``plugins/`` (a test checks it). Without
-#: a configured list, a request runs the best of them that the index can serve (the first of
-#: ``FALLBACK_CHAIN``): arce fuses the others' signals by rank, which beats fusing payloads.
-DEFAULT_ENABLED: tuple[str, ...] = (
-    "arce",
-    "breadth-depth-navigator",
-    "semantic-embedding",
-    "simple-keyword",
-    "plan-decision-context",
-)
 
-#: The degradation path, best first (spec/strategy-registry.md).
-FALLBACK_CHAIN: tuple[str, ...] = (
-    "arce",
-    "breadth-depth-navigator",
-    "semantic-embedding",
-    "simple-keyword",
-)
+class StrategySelection(BaseModel):
+    """How strategies are chosen without a configured ``enabled`` list.
 
-_RESERVED_KEYS = {"enabled", "custom"}
+    The keys of ``[context.strategies]`` besides ``enabled``, ``custom`` and the per-strategy
+    tables. The core names no strategy: what follows comes from what each installed strategy
+    declares (``StrategyCapabilities``).
+
+    * The **degradation path** is every enabled strategy that declares all of
+      ``primary_resource_types`` (or ``*``) and needs only backends the store provides,
+      best declared ``quality_score`` first (with the built-in strategies: arce ->
+      breadth-depth-navigator -> semantic-embedding -> simple-keyword).
+    * A request runs the first strategy of the path that the index can serve, plus every
+      other enabled strategy (one serving other resource types, such as plans and
+      decisions) whose ``can_handle`` answers at least ``join_confidence``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    primary_resource_types: tuple[str, ...] = Field(
+        default=("code", "docs"),
+        description="Resource types a strategy must declare to be on the degradation path.",
+    )
+    join_confidence: float = Field(
+        default=0.8,
+        ge=0.0,
+        le=1.0,
+        description="can_handle confidence at which another strategy joins the best one.",
+    )
+    install_hint: str = Field(
+        default="contextfuse-simple-keyword",
+        description="The distribution named when no installed strategy can search text.",
+    )
+
+
+_RESERVED_KEYS = {"enabled", "custom", *StrategySelection.model_fields}
 
 
 class StrategySettings(BaseModel):
@@ -163,9 +180,11 @@ class ContextfuseConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     enabled: tuple[str, ...] | None = Field(
-        default=None, description="Enabled strategies; None when no file names them."
+        default=None,
+        description="Enabled strategies; None when no file names them (every installed one).",
     )
     enabled_source: str = ""
+    selection: StrategySelection = Field(default_factory=StrategySelection)
     custom: dict[str, str] = Field(default_factory=dict)
     strategy_settings: dict[str, StrategySettings] = Field(default_factory=dict)
     coordinator: dict[str, Any] = Field(default_factory=dict)
@@ -430,10 +449,14 @@ def _parse(
     index = checked_sections.get("index")
     tokenizer = checked_sections.get("tokenizer")
     tiers = checked_sections.get("tiers")
+    selection_keys = {k: v for k, v in strategies.items() if k in StrategySelection.model_fields}
+    selection = _check_section(where, "context.strategies", StrategySelection, selection_keys)
+    assert isinstance(selection, StrategySelection)
     try:
         return ContextfuseConfig(
             enabled=tuple(enabled) if enabled is not None else None,
             enabled_source=enabled_source if enabled is not None else "",
+            selection=selection,
             custom=dict(strategies.get("custom", {})),
             strategy_settings=settings,
             coordinator=dict(data.get("coordinator", {})),

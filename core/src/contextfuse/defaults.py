@@ -1,90 +1,45 @@
 """The core's default components and ranking strategies, registered as a plugin.
 
 Every implementation is ``trylast`` so that an installed plugin's implementation of the same
-component hook answers first. Each hook receives the relevant configuration section.
+component hook answers first. The ten component hook implementations are derived from the
+slot table (``contextfuse.slots.SLOTS``): each builds its slot's ``default`` from the slot's
+configuration section (``build_default``), so the table is the one place naming them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from contextfuse.hookspecs import hookimpl
+from contextfuse.slots import SLOTS, Slot, slot
+
+__all__ = ["build_default"]
 
 
-@hookimpl(trylast=True)
-def contextfuse_strategy_selector(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordination import ConfidenceWeightedSelector, CoordinatorConfig
+def build_default(slot_name: str, config: Mapping[str, Any]) -> Any:
+    """The core default of component ``slot_name``, built from its configuration section.
 
-    return ConfidenceWeightedSelector(CoordinatorConfig(**config))
+    ``config`` is validated by the section's model (``contextfuse.config.SECTIONS``) and
+    handed to the default class as the slot's ``default_arguments`` say.
+    """
+    from contextfuse.config import SECTIONS
 
-
-@hookimpl(trylast=True)
-def contextfuse_budget_allocator(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordination import CoordinatorConfig, ProportionalBudgetAllocator
-
-    return ProportionalBudgetAllocator(CoordinatorConfig(**config))
+    entry = slot(slot_name)
+    return entry.build(SECTIONS[entry.section]()(**config))
 
 
-@hookimpl(trylast=True)
-def contextfuse_strategy_executor(config: dict[str, Any]) -> Any:
-    from contextfuse.components.coordination import CoordinatorConfig, ParallelStrategyExecutor
+def _component_hookimpl(entry: Slot) -> Callable[[dict[str, Any]], Any]:
+    def implementation(config: dict[str, Any]) -> Any:
+        return build_default(entry.name, config)
 
-    return ParallelStrategyExecutor(CoordinatorConfig(**config))
-
-
-@hookimpl(trylast=True)
-def contextfuse_fragment_deduplicator(config: dict[str, Any]) -> Any:
-    from contextfuse.components.fusion import ContentHashDedup
-
-    return ContentHashDedup()
+    implementation.__name__ = implementation.__qualname__ = entry.hook
+    implementation.__doc__ = f"The core default {entry.protocol}: {entry.default_name}."
+    return hookimpl(trylast=True)(implementation)
 
 
-@hookimpl(trylast=True)
-def contextfuse_detail_depth_resolver(config: dict[str, Any]) -> Any:
-    from contextfuse.components.fusion import FusionConfig, PolicyDepthResolver
-
-    return PolicyDepthResolver(FusionConfig(**config).packing)
-
-
-@hookimpl(trylast=True)
-def contextfuse_fragment_scorer(config: dict[str, Any]) -> Any:
-    from contextfuse.components.fusion import FusionConfig, WeightedCompositeScorer
-
-    return WeightedCompositeScorer(FusionConfig(**config).scorer_weights)
-
-
-@hookimpl(trylast=True)
-def contextfuse_budget_packer(config: dict[str, Any]) -> Any:
-    from contextfuse.components.fusion import FusionConfig, PolicyPacker
-
-    fusion = FusionConfig(**config)
-    return PolicyPacker(
-        depth_fallback_steps=fusion.depth_fallback_steps,
-        min_fragment_tokens=fusion.min_fragment_tokens,
-        policy=fusion.packing,
-    )
-
-
-@hookimpl(trylast=True)
-def contextfuse_fragment_orderer(config: dict[str, Any]) -> Any:
-    from contextfuse.components.finalize import ConfigurableOrderer
-
-    return ConfigurableOrderer(mode=str(config.get("order", "score")))
-
-
-@hookimpl(trylast=True)
-def contextfuse_preamble_generator(config: dict[str, Any]) -> Any:
-    from contextfuse.components.finalize import StructurePreambleGenerator
-
-    return StructurePreambleGenerator()
-
-
-@hookimpl(trylast=True)
-def contextfuse_skeleton_compressor(config: dict[str, Any]) -> Any:
-    from contextfuse.components.finalize import DepthSkeletonCompressor
-
-    return DepthSkeletonCompressor()
+for _entry in SLOTS:
+    globals()[_entry.hook] = _component_hookimpl(_entry)
 
 
 @hookimpl(trylast=True)

@@ -80,5 +80,9 @@ class MissingStrategyError(ConfigError):
     """No installed strategy can do what is asked; the message names the distribution to install."""
 
 
+class UnknownPlanError(ContextfuseError):
+    """A request names a plan the project's plan store does not hold."""
+
+
 class KnowledgeBaseError(ContextfuseError):
     """The knowledge base index is missing, corrupt, foreign or cannot be built."""

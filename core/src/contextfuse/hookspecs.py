@@ -8,9 +8,14 @@ Two kinds of hook (the component slots are listed once, in ``contextfuse.slots``
   ``trylast=True``, so any installed plugin wins over them; a component passed to
   ``ACMSPipeline(...)`` wins over both. Two plugins implementing the same component hook
   are a conflict unless configuration pins one (``[components] <name> = "<plugin>"``).
-* **Collecting hooks**: every implementation is called and its results are gathered
-  (strategies, backends, index contributors, tokenizers, model providers, CLI commands) or
-  notified (``contextfuse_assembly_finished``).
+* **Collecting hooks** (``COLLECTING_HOOKS``): called once, every implementation answers
+  (strategies, backends, index contributors, tokenizers, model providers, CLI commands). An
+  implementation calls ``register(item)`` for each item it contributes, or returns a sequence
+  of items (the older form, without the ``register`` argument). Each item is attributed to
+  its plugin; a ``wrapper=True`` implementation runs once and receives every plugin's items
+  (one list per implementation), and may change that list.
+* **Observer hooks** (``OBSERVER_HOOKS``): ``contextfuse_assembly_finished`` is called once
+  per assembly; an observer that raises is logged by plugin name and the others still run.
 
 All hooks are called through pluggy with keyword arguments; an implementation may accept
 fewer arguments than the specification lists (pluggy's opt-in arguments), and pluggy's
@@ -20,26 +25,14 @@ hook call on standard error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from contextfuse.slots import SLOTS
+from contextfuse.slots import SLOTS, Slot
 
 if TYPE_CHECKING:
-    from contextfuse.components.protocols import (
-        BudgetAllocator,
-        BudgetPacker,
-        DetailDepthResolver,
-        FragmentDeduplicator,
-        FragmentOrderer,
-        FragmentScorer,
-        PreambleGenerator,
-        SkeletonCompressor,
-        StrategyExecutor,
-        StrategySelector,
-    )
     from contextfuse.models import ContextPayload, ContextRequest
     from contextfuse.strategy import ContextStrategy
     from contextfuse.tokenizer import Tokenizer
@@ -49,218 +42,128 @@ PROJECT_NAME = "contextfuse"
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
-__all__ = [
-    "COMPONENT_HOOKS",
-    "PROJECT_NAME",
-    "contextfuse_assembly_finished",
+#: Hooks called once with a ``register`` callback, every item attributed to its plugin.
+COLLECTING_HOOKS: tuple[str, ...] = (
     "contextfuse_backend_providers",
-    "contextfuse_budget_allocator",
-    "contextfuse_budget_packer",
     "contextfuse_cli_commands",
-    "contextfuse_detail_depth_resolver",
-    "contextfuse_fragment_deduplicator",
-    "contextfuse_fragment_orderer",
-    "contextfuse_fragment_scorer",
     "contextfuse_index_contributors",
     "contextfuse_model_providers",
-    "contextfuse_preamble_generator",
-    "contextfuse_skeleton_compressor",
     "contextfuse_strategies",
-    "contextfuse_strategy_executor",
-    "contextfuse_strategy_selector",
     "contextfuse_tokenizers",
+)
+
+#: Hooks that notify every implementation, each isolated from the others' failures.
+OBSERVER_HOOKS: tuple[str, ...] = ("contextfuse_assembly_finished",)
+
+__all__ = [
+    "COLLECTING_HOOKS",
+    "COMPONENT_HOOKS",
+    "OBSERVER_HOOKS",
+    "PROJECT_NAME",
     "hookimpl",
     "hookspec",
+    *COLLECTING_HOOKS,
+    *OBSERVER_HOOKS,
+    *(s.hook for s in SLOTS),  # the component hooks, generated below
 ]
 
+#: What a collecting hook's ``register`` argument is: call it once per item contributed.
+Register = Callable[[Any], None]
 
-# ---- Phase 1: strategy orchestration ------------------------------------------------------
+
+# ---- component hooks: one per slot of the slot table -------------------------------------
 
 
-@hookspec(firstresult=True)
-def contextfuse_strategy_selector(config: dict[str, Any]) -> StrategySelector | None:
-    """Provide the StrategySelector: which strategies run for a request, with what confidence.
+def _component_doc(entry: Slot) -> str:
+    return f"""Provide the {entry.protocol}: {entry.summary}.
 
-    Called once when an ``ACMSPipeline`` is built without a ``strategy_selector`` argument.
-    Returns an object implementing ``StrategySelector``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ConfidenceWeightedSelector) is last.
+    Called once when an ``ACMSPipeline`` is built without a ``{entry.name}`` argument.
+    Returns an object implementing ``{entry.protocol}``, or ``None`` to defer.
+    Stops at the first non-None result; the core default ({entry.default_name}) is last.
 
-    :param config: the ``[coordinator]`` settings of the active configuration.
+    :param config: the ``[{entry.section}]`` settings of the active configuration.
     """
 
 
-@hookspec(firstresult=True)
-def contextfuse_budget_allocator(config: dict[str, Any]) -> BudgetAllocator | None:
-    """Provide the BudgetAllocator: how the available tokens are shared among strategies.
+def _component_hookspec(entry: Slot) -> Callable[[dict[str, Any]], Any]:
+    def specification(config: dict[str, Any]) -> Any:
+        """Generated from the slot table."""
 
-    Called once when an ``ACMSPipeline`` is built without a ``budget_allocator`` argument.
-    Returns an object implementing ``BudgetAllocator``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ProportionalBudgetAllocator) is last.
-
-    :param config: the ``[coordinator]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_strategy_executor(config: dict[str, Any]) -> StrategyExecutor | None:
-    """Provide the StrategyExecutor: runs the selected strategies within their allocations.
-
-    Called once when an ``ACMSPipeline`` is built without a ``strategy_executor`` argument.
-    Returns an object implementing ``StrategyExecutor``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ParallelStrategyExecutor) is last.
-
-    :param config: the ``[coordinator]`` settings of the active configuration.
-    """
+    specification.__name__ = specification.__qualname__ = entry.hook
+    specification.__doc__ = _component_doc(entry)
+    specification.__annotations__ = {
+        "config": "dict[str, Any]",
+        "return": f"{entry.protocol} | None",
+    }
+    return hookspec(firstresult=True)(specification)
 
 
-# ---- Phase 2: fragment fusion -------------------------------------------------------------
-
-
-@hookspec(firstresult=True)
-def contextfuse_fragment_deduplicator(config: dict[str, Any]) -> FragmentDeduplicator | None:
-    """Provide the FragmentDeduplicator: removes repeated content.
-
-    Called once when an ``ACMSPipeline`` is built without a ``fragment_deduplicator``.
-    Returns an object implementing ``FragmentDeduplicator``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ContentHashDedup) is last.
-
-    :param config: the ``[fusion]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_detail_depth_resolver(config: dict[str, Any]) -> DetailDepthResolver | None:
-    """Provide the DetailDepthResolver: one rendering per node, alternatives kept aside.
-
-    Called once when an ``ACMSPipeline`` is built without a ``detail_depth_resolver``.
-    Returns an object implementing ``DetailDepthResolver``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (MaxDepthResolver) is last.
-
-    :param config: the ``[fusion]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_fragment_scorer(config: dict[str, Any]) -> FragmentScorer | None:
-    """Provide the FragmentScorer: the composite score that orders packing.
-
-    Called once when an ``ACMSPipeline`` is built without a ``fragment_scorer`` argument.
-    Returns an object implementing ``FragmentScorer``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (WeightedCompositeScorer) is last.
-
-    :param config: the ``[fusion]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_budget_packer(config: dict[str, Any]) -> BudgetPacker | None:
-    """Provide the BudgetPacker: fills the budget, with depth fallback.
-
-    Called once when an ``ACMSPipeline`` is built without a ``budget_packer`` argument.
-    Returns an object implementing ``BudgetPacker``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (GreedyKnapsackPacker) is last.
-
-    :param config: the ``[fusion]`` settings of the active configuration.
-    """
-
-
-# ---- Phase 3: context finalization --------------------------------------------------------
-
-
-@hookspec(firstresult=True)
-def contextfuse_fragment_orderer(config: dict[str, Any]) -> FragmentOrderer | None:
-    """Provide the FragmentOrderer: the reading order of the packed fragments.
-
-    Called once when an ``ACMSPipeline`` is built without a ``fragment_orderer`` argument.
-    Returns an object implementing ``FragmentOrderer``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (ConfigurableOrderer) is last.
-
-    :param config: the ``[finalize]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_preamble_generator(config: dict[str, Any]) -> PreambleGenerator | None:
-    """Provide the PreambleGenerator: the structure summary before the fragments.
-
-    Called once when an ``ACMSPipeline`` is built without a ``preamble_generator`` argument.
-    Returns an object implementing ``PreambleGenerator``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (StructurePreambleGenerator) is last.
-
-    :param config: the ``[finalize]`` settings of the active configuration.
-    """
-
-
-@hookspec(firstresult=True)
-def contextfuse_skeleton_compressor(config: dict[str, Any]) -> SkeletonCompressor | None:
-    """Provide the SkeletonCompressor: focus nodes deep, the rest as a skeleton.
-
-    Called once when an ``ACMSPipeline`` is built without a ``skeleton_compressor`` argument.
-    Returns an object implementing ``SkeletonCompressor``, or ``None`` to defer.
-    Stops at the first non-None result; the core default (DepthSkeletonCompressor) is last.
-
-    :param config: the ``[finalize]`` settings of the active configuration.
-    """
+for _entry in SLOTS:
+    globals()[_entry.hook] = _component_hookspec(_entry)
 
 
 # ---- collecting hooks ---------------------------------------------------------------------
 
 
 @hookspec
-def contextfuse_strategies() -> Sequence[ContextStrategy]:
+def contextfuse_strategies(register: Register) -> Sequence[ContextStrategy] | None:
     """Contribute retrieval strategies.
 
     Called when a plugin manager collects strategies (building a registry or a pipeline).
-    Returns a sequence of strategy objects (spec protocol or v1 signatures). All results are
-    collected; a name claimed twice is an error naming both plugins.
+    Call ``register(strategy)`` for each strategy object (spec protocol or v1 signatures), or
+    return a sequence of them. All are collected; a name claimed twice is an error naming
+    both plugins.
     """
 
 
 @hookspec
-def contextfuse_backend_providers() -> Sequence[Any]:
+def contextfuse_backend_providers(register: Register) -> Sequence[Any] | None:
     """Contribute knowledge-base backend providers (e.g. a PostgreSQL store).
 
-    Called when ``open_backends`` or a ``ContextAssembler`` opens a repository's store.
-    Returns objects with a ``name``, the backend kinds they ``provides`` and an
-    ``open(root, config) -> BackendSet`` method (optionally ``index(root, config, **options)``
-    and ``exists(root, config)``); see ``contextfuse.plugin.BackendProvider``. All results are
-    collected; ``[index] store`` chooses one by name or URL scheme (default: the embedded
-    SQLite store, ``sqlite``, which the core provides through this hook).
+    Called when ``open_backends`` or a ``ContextAssembler`` opens a store other than the
+    embedded one. Call ``register(provider)`` for objects with a ``name``, the backend kinds
+    they ``provides`` and an ``open(root, config) -> BackendSet`` method (optionally
+    ``index(root, config, **options)`` and ``exists(root, config)``); see
+    ``contextfuse.plugin.BackendProvider``; or return a sequence of them. All are collected;
+    ``[index] store`` chooses one by name or URL scheme (default: the embedded SQLite store,
+    ``sqlite``, which the core provides through this hook).
     """
 
 
 @hookspec
-def contextfuse_index_contributors() -> Sequence[Any]:
+def contextfuse_index_contributors(register: Register) -> Sequence[Any] | None:
     """Contribute index-time work (embeddings, extra graph edges).
 
-    Called each time an index is built or refreshed, after the nodes are written. Returns
-    objects with a ``name`` and ``contribute(session)``; see ``contextfuse.kb.IndexSession``.
-    All results are collected and each runs in turn; one that fails is reported by name and
-    the index is still usable.
+    Called each time an index is built or refreshed, after the nodes are written. Call
+    ``register(contributor)`` for objects with a ``name`` and ``contribute(session)`` (see
+    ``contextfuse.kb.IndexSession``), or return a sequence of them. All are collected and
+    each runs in turn; one that fails is reported by name and the index is still usable.
     """
 
 
 @hookspec
-def contextfuse_tokenizers() -> Sequence[Tokenizer]:
+def contextfuse_tokenizers(register: Register) -> Sequence[Tokenizer] | None:
     """Contribute tokenizers.
 
     Called when configuration names a tokenizer (``[tokenizer] name``) as a
-    ``ContextAssembler`` is built. Returns tokenizer objects (``contextfuse.plugin.Tokenizer``).
-    All results are collected and the one whose ``name`` matches is used; the core contributes
-    ``tiktoken:cl100k_base`` (the default) and ``tiktoken:o200k_base``.
+    ``ContextAssembler`` is built. Call ``register(tokenizer)`` for tokenizer objects
+    (``contextfuse.plugin.Tokenizer``), or return a sequence of them. All are collected and
+    the one whose ``name`` matches is used; the core contributes ``tiktoken:cl100k_base`` (the
+    default) and ``tiktoken:o200k_base``.
     """
 
 
 @hookspec
-def contextfuse_model_providers() -> Sequence[Any]:
+def contextfuse_model_providers(register: Register) -> Sequence[Any] | None:
     """Contribute model providers for transcript compaction (decisions and summaries).
 
     Called when compaction collects its providers (``contextfuse.compaction.
     collect_providers``: once per ``contextfuse compact``, once when ``serve`` or ``mcp``
-    starts). Returns objects implementing ``contextfuse.flow.ModelProvider``: a ``name``
+    starts). Call ``register(provider)`` (or return a sequence) for objects implementing
+    ``contextfuse.flow.ModelProvider``: a ``name``
     (what a policy's ``providers`` list names) and ``complete(call: ModelCall) ->
     ModelReply``, which answers within ``call.timeout_s`` and raises ``ProviderError`` on
-    failure. All results are collected; a name already taken (``offline`` is built in) is an
+    failure. All are collected; a name already taken (``offline`` is built in) is an
     error naming the plugin.
 
     A provider receives two kinds of call. ``call.kind == "decision"``: ``call.payload`` is
@@ -287,19 +190,20 @@ def contextfuse_model_providers() -> Sequence[Any]:
 
 
     @hookimpl
-    def contextfuse_model_providers():
-        return [KeepEverything()]
+    def contextfuse_model_providers(register):
+        register(KeepEverything())
     ```
     """
 
 
 @hookspec
-def contextfuse_cli_commands() -> Sequence[Any]:
+def contextfuse_cli_commands(register: Register) -> Sequence[Any] | None:
     """Contribute commands to the ``contextfuse`` command line.
 
-    Called when the CLI is asked for a command that is not built in. Returns
-    ``click.Command`` objects. All results are collected and added under their own names;
-    a name that clashes with a built-in command is reported and skipped.
+    Called when the CLI is asked for a command that is not built in. Call
+    ``register(command)`` for ``click.Command`` objects, or return a sequence of them. All are
+    collected and added under their own names; a name that clashes with a built-in command is
+    reported with its plugin and skipped.
     """
 
 
@@ -307,9 +211,10 @@ def contextfuse_cli_commands() -> Sequence[Any]:
 def contextfuse_assembly_finished(request: ContextRequest, payload: ContextPayload) -> None:
     """Observe a finished assembly (logging, metrics, caching).
 
-    Called after every ``ACMSPipeline`` assembly, with the request and the payload returned
-    to the caller. Return values are ignored; every implementation is called. An exception
-    raised here is logged and does not affect the payload.
+    Called once after every ``ACMSPipeline`` assembly, with the request and the payload
+    returned to the caller. Return values are ignored; every implementation is called. An
+    exception raised here is logged with the plugin's name, does not keep the other observers
+    from being called and does not affect the payload.
     """
 
 

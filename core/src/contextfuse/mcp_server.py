@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from contextfuse.compaction import CompactRequest, PolicyError, compact
 from contextfuse.errors import ContextfuseError
 from contextfuse.flow.provider import ModelProvider
+from contextfuse.limits import clean_text, empty_payload_hint, request_problem
 from contextfuse.server.projects import ProjectPool, WarmProject
 
 __all__ = ["build_mcp_server"]
@@ -63,16 +64,18 @@ def build_mcp_server(pool: ProjectPool, providers: Mapping[str, ModelProvider]) 
     ) -> str:
         from contextfuse.cli.render import render_markdown
 
-        if not query.strip():
-            raise ToolError("query is empty")
-        if budget < 1 or reserved < 0 or reserved >= budget:
-            raise ToolError(f"need 0 <= reserved ({reserved}) < budget ({budget})")
+        query = clean_text(query)
+        problem = request_problem(query, budget, reserved)
+        if problem is not None:
+            raise ToolError(problem[1])
         try:
             payload = project_of(project).assemble(
                 query, budget, reserved=reserved, strategies=strategies, plan_id=plan_id
             )
         except ContextfuseError as exc:
             raise ToolError(str(exc)) from exc
+        if not payload.fragments:
+            return empty_payload_hint(budget) + "\n"
         return render_markdown(payload)
 
     @server.tool(
@@ -115,25 +118,25 @@ def build_mcp_server(pool: ProjectPool, providers: Mapping[str, ModelProvider]) 
         except PolicyError as exc:
             raise ToolError(str(exc)) from exc
 
+    # Named for the project as served (``--project NAME=PATH``), whatever its folder's name.
     for project in pool.projects.values():
-        for node in project.assembler.backends.nodes.files():
+        for path in project.file_paths():
             server.add_resource(
                 FunctionResource.from_function(
-                    _reader(project, node.uri),
-                    uri=node.uri,
-                    name=f"{project.name}/{node.path}",
+                    _reader(project, path),
+                    uri=f"project://{project.name}/{path}",
+                    name=f"{project.name}/{path}",
                     mime_type="text/plain",
                 )
             )
     return server
 
 
-def _reader(project: WarmProject, uri: str) -> Any:
+def _reader(project: WarmProject, path: str) -> Any:
     def read() -> str:
-        renderings = project.assembler.backends.nodes.get_renderings([uri]).get(uri, {})
-        if not renderings:
-            raise ResourceError(f"{uri} is no longer in the index")
-        content: str = renderings[max(renderings)].content
-        return content
+        try:
+            return project.read_file(path)
+        except ContextfuseError as exc:
+            raise ResourceError(str(exc)) from exc
 
     return read

@@ -64,6 +64,14 @@ class DetailDepth:
     FULL_SOURCE = 9
     FALLBACK = (9, 4, 2, 0)
 
+    @staticmethod
+    def describe(depth: int) -> str:
+        """The depth in words: ``full source``, ``signatures``, ``outline``, ``listing``."""
+        return _DEPTH_NAMES.get(depth, f"depth {depth}")
+
+
+_DEPTH_NAMES = {9: "full source", 4: "signatures", 2: "outline", 0: "listing"}
+
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 #: RFC 4648 base32 digits to Crockford's: the same 5-bit values, ULID's alphabet.

@@ -32,7 +32,7 @@ from contextfuse.models import (
     ContextRequest,
     PlanContext,
 )
-from contextfuse.plugins import ContextfusePluginManager, make_plugin_manager
+from contextfuse.plugin_manager import ContextfusePluginManager, make_plugin_manager
 from contextfuse.registry import StrategyRegistry
 from contextfuse.slots import SLOTS
 from contextfuse.strategy import AnyStrategy, as_strategy, renamed
@@ -294,13 +294,10 @@ class ACMSPipeline:
         return max(0, min(share, self.config.preamble_max_tokens))
 
     def _notify(self, request: ContextRequest, payload: ContextPayload) -> None:
-        # One call per observer, so that one failing observer does not silence the others.
-        observers = self.plugin_manager.each_implementation("contextfuse_assembly_finished")
-        for plugin_name, caller in observers:
-            try:
-                caller(request=request, payload=payload)
-            except Exception:
-                log.exception("observer %s failed in contextfuse_assembly_finished", plugin_name)
+        # One call; a failing observer is logged and does not silence the others.
+        self.plugin_manager.notify(
+            "contextfuse_assembly_finished", request=request, payload=payload
+        )
 
 
 def _fusion_config(section: Mapping[str, Any]) -> Any:

@@ -1,7 +1,7 @@
 """What a plugin author needs, in one place (the second tier of the public API).
 
 ```python
-from contextfuse.plugin import ContextStrategy, StrategyCapabilities, hookimpl
+from contextfuse.plugin import Ranked, StrategyCapabilities, hookimpl
 ```
 
 * the hook marker ``hookimpl`` (the hooks are listed in ``docs/hooks.md``);
@@ -16,167 +16,15 @@ from contextfuse.plugin import ContextStrategy, StrategyCapabilities, hookimpl
 * the knowledge-base protocols a strategy queries, ``BackendProvider`` for a store, and
   ``IndexContributor`` for work done while an index is built.
 
-Users call ``contextfuse``; ``contextfuse.plugin`` is for extending it. Names are imported on
-first use, so importing this module is cheap.
+Users call ``contextfuse``; ``contextfuse.plugin`` is for extending it. The names are declared
+once, in the ``TYPE_CHECKING`` block at the end (``contextfuse.lazy_exports``): every public
+name of ``contextfuse.backends`` and ``contextfuse.components.protocols``, and the names listed.
+They are imported on first use, so importing this module is cheap.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-__all__ = [
-    "SLOTS",
-    "SYMBOL_KINDS",
-    "Allocation",
-    "AssembledContext",
-    "BackendProvider",
-    "BackendSet",
-    "BudgetAllocator",
-    "BudgetPacker",
-    "Candidate",
-    "CircuitAware",
-    "Commit",
-    "ContextBudget",
-    "ContextFragment",
-    "ContextRequest",
-    "ContextStrategy",
-    "Decision",
-    "DepthResolution",
-    "DetailDepth",
-    "DetailDepthResolver",
-    "Edge",
-    "ExecutionReport",
-    "FragmentBackend",
-    "FragmentDeduplicator",
-    "FragmentOrderer",
-    "FragmentProvenance",
-    "FragmentScorer",
-    "GraphBackend",
-    "IndexContributor",
-    "IndexSession",
-    "KeyedPacker",
-    "KeyedScorer",
-    "Node",
-    "NodeScoringStrategy",
-    "NodeStore",
-    "PackKey",
-    "PackResult",
-    "PackingPolicy",
-    "Plan",
-    "PlanContext",
-    "PlanStore",
-    "PreambleGenerator",
-    "Ranked",
-    "RankingStrategy",
-    "Rendering",
-    "RequestIntent",
-    "ScoredFragment",
-    "SearchHit",
-    "SkeletonCompressor",
-    "Slot",
-    "StrategyCapabilities",
-    "StrategyExecutor",
-    "StrategySelector",
-    "TemporalBackend",
-    "TextBackend",
-    "Tokenizer",
-    "VectorBackend",
-    "decision_tier",
-    "default_tokenizer",
-    "hookimpl",
-    "is_test_path",
-    "node_prior",
-    "ranking_of",
-    "reciprocal_rank_fusion",
-    "weigh_by_prior",
-]
-
-_EXPORTS: dict[str, str] = {
-    "hookimpl": "contextfuse.hookspecs",
-    "ContextStrategy": "contextfuse.strategy",
-    "NodeScoringStrategy": "contextfuse.node_scoring",
-    "ranking_of": "contextfuse.node_scoring",
-    "Ranked": "contextfuse.ranked",
-    "RankingStrategy": "contextfuse.strategy",
-    "PackingPolicy": "contextfuse.components.fusion.policy",
-    "default_tokenizer": "contextfuse.tokenizer",
-    "decision_tier": "contextfuse.kb.plans",
-    **dict.fromkeys(
-        (
-            "RequestIntent",
-            "is_test_path",
-            "node_prior",
-            "reciprocal_rank_fusion",
-            "weigh_by_prior",
-        ),
-        "contextfuse.signals",
-    ),
-    "SLOTS": "contextfuse.slots",
-    "Slot": "contextfuse.slots",
-    "Tokenizer": "contextfuse.tokenizer",
-    "BackendProvider": "contextfuse.stores",
-    "IndexSession": "contextfuse.kb",
-    **dict.fromkeys(
-        (
-            "StrategyCapabilities",
-            "ContextBudget",
-            "ContextFragment",
-            "ContextRequest",
-            "Decision",
-            "DetailDepth",
-            "FragmentProvenance",
-            "Plan",
-            "PlanContext",
-        ),
-        "contextfuse.models",
-    ),
-    **dict.fromkeys(
-        (
-            "BackendSet",
-            "Commit",
-            "Edge",
-            "FragmentBackend",
-            "GraphBackend",
-            "Node",
-            "NodeStore",
-            "PlanStore",
-            "Rendering",
-            "SYMBOL_KINDS",
-            "SearchHit",
-            "TemporalBackend",
-            "TextBackend",
-            "VectorBackend",
-        ),
-        "contextfuse.backends",
-    ),
-    **dict.fromkeys(
-        (
-            "Allocation",
-            "AssembledContext",
-            "BudgetAllocator",
-            "BudgetPacker",
-            "Candidate",
-            "CircuitAware",
-            "DepthResolution",
-            "DetailDepthResolver",
-            "ExecutionReport",
-            "FragmentDeduplicator",
-            "FragmentOrderer",
-            "FragmentScorer",
-            "KeyedPacker",
-            "KeyedScorer",
-            "PackKey",
-            "PackResult",
-            "PreambleGenerator",
-            "ScoredFragment",
-            "SkeletonCompressor",
-            "StrategyExecutor",
-            "StrategySelector",
-        ),
-        "contextfuse.components.protocols",
-    ),
-}
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -198,84 +46,38 @@ class IndexContributor(Protocol):
         ...
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'contextfuse.plugin' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
-
-
 if TYPE_CHECKING:
-    from contextfuse.backends import (
-        SYMBOL_KINDS,
-        BackendSet,
-        Commit,
-        Edge,
-        FragmentBackend,
-        GraphBackend,
-        Node,
-        NodeStore,
-        PlanStore,
-        Rendering,
-        SearchHit,
-        TemporalBackend,
-        TextBackend,
-        VectorBackend,
-    )
-    from contextfuse.components.fusion.policy import PackingPolicy
-    from contextfuse.components.protocols import (
-        Allocation,
-        AssembledContext,
-        BudgetAllocator,
-        BudgetPacker,
-        Candidate,
-        CircuitAware,
-        DepthResolution,
-        DetailDepthResolver,
-        ExecutionReport,
-        FragmentDeduplicator,
-        FragmentOrderer,
-        FragmentScorer,
-        KeyedPacker,
-        KeyedScorer,
-        PackKey,
-        PackResult,
-        PreambleGenerator,
-        ScoredFragment,
-        SkeletonCompressor,
-        StrategyExecutor,
-        StrategySelector,
-    )
-    from contextfuse.hookspecs import hookimpl
-    from contextfuse.kb import IndexSession
-    from contextfuse.kb.plans import decision_tier
-    from contextfuse.models import (
-        ContextBudget,
-        ContextFragment,
-        ContextRequest,
-        Decision,
-        DetailDepth,
-        FragmentProvenance,
-        Plan,
-        PlanContext,
-        StrategyCapabilities,
-    )
-    from contextfuse.node_scoring import NodeScoringStrategy, ranking_of
-    from contextfuse.ranked import Ranked
-    from contextfuse.signals import (
-        RequestIntent,
-        is_test_path,
-        node_prior,
-        reciprocal_rank_fusion,
-        weigh_by_prior,
-    )
-    from contextfuse.slots import SLOTS, Slot
-    from contextfuse.stores import BackendProvider
-    from contextfuse.strategy import ContextStrategy, RankingStrategy
-    from contextfuse.tokenizer import Tokenizer, default_tokenizer
+    from contextfuse.backends import *  # noqa: F403
+    from contextfuse.components.fusion.policy import PackingPolicy as PackingPolicy
+    from contextfuse.components.protocols import *  # noqa: F403
+    from contextfuse.hookspecs import hookimpl as hookimpl
+    from contextfuse.kb import IndexSession as IndexSession
+    from contextfuse.kb.plans import decision_tier as decision_tier
+    from contextfuse.models import ContextBudget as ContextBudget
+    from contextfuse.models import ContextFragment as ContextFragment
+    from contextfuse.models import ContextRequest as ContextRequest
+    from contextfuse.models import Decision as Decision
+    from contextfuse.models import DetailDepth as DetailDepth
+    from contextfuse.models import FragmentProvenance as FragmentProvenance
+    from contextfuse.models import Plan as Plan
+    from contextfuse.models import PlanContext as PlanContext
+    from contextfuse.models import StrategyCapabilities as StrategyCapabilities
+    from contextfuse.node_scoring import NodeScoringStrategy as NodeScoringStrategy
+    from contextfuse.node_scoring import ranking_of as ranking_of
+    from contextfuse.ranked import Ranked as Ranked
+    from contextfuse.signals import RequestIntent as RequestIntent
+    from contextfuse.signals import is_test_path as is_test_path
+    from contextfuse.signals import node_prior as node_prior
+    from contextfuse.signals import reciprocal_rank_fusion as reciprocal_rank_fusion
+    from contextfuse.signals import weigh_by_prior as weigh_by_prior
+    from contextfuse.slots import SLOTS as SLOTS
+    from contextfuse.slots import Slot as Slot
+    from contextfuse.stores import BackendProvider as BackendProvider
+    from contextfuse.strategy import ContextStrategy as ContextStrategy
+    from contextfuse.strategy import RankingStrategy as RankingStrategy
+    from contextfuse.tokenizer import Tokenizer as Tokenizer
+    from contextfuse.tokenizer import default_tokenizer as default_tokenizer
+else:
+    from contextfuse.lazy_exports import lazy_exports
+
+    __getattr__, __dir__ = lazy_exports(__name__, extra=("IndexContributor",))

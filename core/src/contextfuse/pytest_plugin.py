@@ -26,7 +26,7 @@ import pytest
 if TYPE_CHECKING:
     from contextfuse.backends import BackendSet
     from contextfuse.models import ContextFragment
-    from contextfuse.plugins import ContextfusePluginManager
+    from contextfuse.plugin_manager import ContextfusePluginManager
 
 __all__ = [
     "contextfuse_assemble",
@@ -43,7 +43,7 @@ Files = Mapping[str, str]
 @pytest.fixture
 def contextfuse_pm() -> ContextfusePluginManager:
     """A fresh plugin manager: the core defaults, no installed plugins."""
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
 
     return make_plugin_manager(autoload=False)
 

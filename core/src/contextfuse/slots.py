@@ -1,13 +1,16 @@
 """The ten component slots of the pipeline: the one table everything else derives from.
 
-The pipeline builds its components from it, the hookspec checks and ``contextfuse plugins``
-read it, and ``docs/hooks.md`` is generated from it (``python -m contextfuse.hookdoc``). It
-imports nothing heavy, so the command line can read it at start-up.
+The pipeline builds its components from it, the ten component hookspecs and their docstrings
+are generated from it, the core's default implementations (``contextfuse.defaults``) are built
+from it, ``contextfuse plugins`` reads it, and ``docs/hooks.md`` is generated from it
+(``python -m contextfuse.hookdoc``). It imports nothing heavy, so the command line can read it
+at start-up.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import importlib
+from typing import Any, Literal
 
 import attrs
 
@@ -28,7 +31,12 @@ class Slot:
     :param section: the configuration section handed to the component's hook as ``config``.
     :param protocol: the protocol's name in ``contextfuse.components.protocols``.
     :param method: the protocol method the pipeline calls.
-    :param default: the core default, as ``module:Class``.
+    :param default: the core default, as ``module:Class``: the only place that names it.
+    :param summary: what the component does, in a few words (its hook's docstring says it).
+    :param default_arguments: how the default is built from the configuration section,
+        validated by the section's model (``contextfuse.config.SECTIONS``): ``"section"``
+        passes the whole model, ``"param=field"`` (or ``"field"``) one field by keyword; none:
+        the class takes no argument.
     """
 
     name: str
@@ -37,6 +45,8 @@ class Slot:
     protocol: str
     method: str
     default: str
+    summary: str
+    default_arguments: tuple[str, ...] = ()
 
     @property
     def hook(self) -> str:
@@ -47,6 +57,20 @@ class Slot:
     def default_name(self) -> str:
         """The default's class name."""
         return self.default.rpartition(":")[2]
+
+    def build(self, section: Any) -> Any:
+        """The core default, built from its section's validated model (``default_arguments``)."""
+        module, _, name = self.default.partition(":")
+        component_class = getattr(importlib.import_module(module), name)
+        if not self.default_arguments:
+            return component_class()
+        if self.default_arguments == ("section",):
+            return component_class(section)
+        keywords = {}
+        for argument in self.default_arguments:
+            parameter, _, field = argument.partition("=")
+            keywords[parameter] = getattr(section, field or parameter)
+        return component_class(**keywords)
 
 
 _COORD = "contextfuse.components.coordination"
@@ -62,6 +86,8 @@ SLOTS: tuple[Slot, ...] = (
         "StrategySelector",
         "select",
         f"{_COORD}:ConfidenceWeightedSelector",
+        "which strategies run for a request, with what confidence",
+        ("section",),
     ),
     Slot(
         "budget_allocator",
@@ -70,6 +96,8 @@ SLOTS: tuple[Slot, ...] = (
         "BudgetAllocator",
         "allocate",
         f"{_COORD}:ProportionalBudgetAllocator",
+        "how the available tokens are shared among strategies",
+        ("section",),
     ),
     Slot(
         "strategy_executor",
@@ -78,6 +106,8 @@ SLOTS: tuple[Slot, ...] = (
         "StrategyExecutor",
         "execute",
         f"{_COORD}:ParallelStrategyExecutor",
+        "runs the selected strategies within their allocations",
+        ("section",),
     ),
     Slot(
         "fragment_deduplicator",
@@ -86,6 +116,7 @@ SLOTS: tuple[Slot, ...] = (
         "FragmentDeduplicator",
         "deduplicate",
         f"{_FUSION}:ContentHashDedup",
+        "removes repeated content",
     ),
     Slot(
         "detail_depth_resolver",
@@ -94,6 +125,8 @@ SLOTS: tuple[Slot, ...] = (
         "DetailDepthResolver",
         "resolve",
         f"{_FUSION}:PolicyDepthResolver",
+        "each candidate's depth, the other renderings kept aside",
+        ("policy=packing",),
     ),
     Slot(
         "fragment_scorer",
@@ -102,6 +135,8 @@ SLOTS: tuple[Slot, ...] = (
         "FragmentScorer",
         "score",
         f"{_FUSION}:WeightedCompositeScorer",
+        "the composite score that orders packing",
+        ("weights=scorer_weights",),
     ),
     Slot(
         "budget_packer",
@@ -110,6 +145,8 @@ SLOTS: tuple[Slot, ...] = (
         "BudgetPacker",
         "pack",
         f"{_FUSION}:PolicyPacker",
+        "spends the budget by the packing policy, with depth fallback",
+        ("depth_fallback_steps", "min_fragment_tokens", "policy=packing"),
     ),
     Slot(
         "fragment_orderer",
@@ -118,6 +155,8 @@ SLOTS: tuple[Slot, ...] = (
         "FragmentOrderer",
         "order",
         f"{_FINAL}:ConfigurableOrderer",
+        "the reading order of the packed fragments",
+        ("mode=order",),
     ),
     Slot(
         "preamble_generator",
@@ -126,6 +165,7 @@ SLOTS: tuple[Slot, ...] = (
         "PreambleGenerator",
         "generate",
         f"{_FINAL}:StructurePreambleGenerator",
+        "the structure summary before the fragments",
     ),
     Slot(
         "skeleton_compressor",
@@ -134,6 +174,7 @@ SLOTS: tuple[Slot, ...] = (
         "SkeletonCompressor",
         "compress",
         f"{_FINAL}:DepthSkeletonCompressor",
+        "focus nodes deep, the rest as a skeleton",
     ),
 )
 

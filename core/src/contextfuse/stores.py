@@ -4,16 +4,17 @@ A provider has a ``name``, the backend kinds it ``provides`` and ``open(root, co
 BackendSet``; it may also ``index(root, config, progress=..., pm=...)`` to build or refresh
 the store, say whether one ``exists(root, config)`` and whether an ``index`` run would change
 nothing (``unchanged(root, config, pm=..., tokenizer=...)``, from file-system stats). The
-core's provider is the embedded SQLite store (``sqlite``). Configuration picks one with
-``[index] store = "<name>"`` or a URL whose scheme is a provider's name
-(``store = "postgresql://host/db"``).
+core's provider is the embedded SQLite store (``sqlite``), which
+``contextfuse.kb.open_backends`` opens without building a plugin manager.
+Configuration picks one with ``[index] store = "<name>"`` or a URL whose scheme is a
+provider's name (``store = "postgresql://host/db"``).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -26,7 +27,7 @@ __all__ = [
     "SQLiteStoreProvider",
     "backend_providers",
     "choose_provider",
-    "open_store",
+    "index_contributors",
     "store_config",
 ]
 
@@ -66,20 +67,43 @@ class SQLiteStoreProvider:
 
         return open_sqlite_backends(root, index_dir=_index_dir(root, config))
 
-    def index(self, root: Path, config: Mapping[str, Any], **options: Any) -> Any:
-        from contextfuse.kb import index
+    def index(
+        self,
+        root: Path,
+        config: Mapping[str, Any],
+        *,
+        pm: Any = None,
+        contributors: Sequence[Any] | None = None,
+        **options: Any,
+    ) -> Any:
+        """Build or refresh the index; the index contributors are ``pm``'s (none without)."""
+        from contextfuse.kb.api import resolve_root
+        from contextfuse.kb.refresh import run_index
 
-        return index(root, index_dir=_index_dir(root, config), **options)
+        if contributors is None:
+            contributors = index_contributors(pm) if pm is not None else []
+        return run_index(
+            resolve_root(root),
+            index_dir=_index_dir(root, config),
+            contributors=list(contributors),
+            **options,
+        )
 
     def exists(self, root: Path, config: Mapping[str, Any]) -> bool:
-        from contextfuse.kb import index_exists
+        from contextfuse.kb.api import index_exists
 
         return bool(index_exists(root, index_dir=_index_dir(root, config)))
 
-    def unchanged(self, root: Path, config: Mapping[str, Any], **options: Any) -> bool:
+    def unchanged(
+        self, root: Path, config: Mapping[str, Any], *, pm: Any = None, **options: Any
+    ) -> bool:
+        """True when an ``index`` run with the same arguments would change nothing."""
         from contextfuse.kb.api import index_unchanged
 
-        return index_unchanged(root, index_dir=_index_dir(root, config), **options)
+        contributors = index_contributors(pm) if pm is not None else []
+        return index_unchanged(
+            root, index_dir=_index_dir(root, config), contributors=contributors, **options
+        )
 
 
 def _index_dir(root: Path, config: Mapping[str, Any]) -> Path | None:
@@ -90,18 +114,24 @@ def _index_dir(root: Path, config: Mapping[str, Any]) -> Path | None:
 def backend_providers(pm: Any) -> dict[str, Any]:
     """Every provider the plugins contribute, by name (the first of a name wins)."""
     found: dict[str, Any] = {}
-    for plugin_name, caller in pm.each_implementation("contextfuse_backend_providers"):
-        for results in caller():
-            for provider in results or ():
-                if provider.name in found:
-                    log.warning(
-                        "backend provider %r of plugin %s ignored: the name is taken",
-                        provider.name,
-                        plugin_name,
-                    )
-                    continue
-                found[provider.name] = provider
+    for given in pm.collect("contextfuse_backend_providers"):
+        provider = given.item
+        if provider.name in found:
+            log.warning(
+                "backend provider %r of plugin %s ignored: the name is taken",
+                provider.name,
+                given.plugin,
+            )
+            continue
+        found[provider.name] = provider
     return found
+
+
+def index_contributors(pm: Any) -> list[Any]:
+    """The index contributors the plugins of ``pm`` offer (any pluggy manager)."""
+    from contextfuse.hookcalls import collect
+
+    return [given.item for given in collect(pm, "contextfuse_index_contributors")]
 
 
 def choose_provider(pm: Any, store: str | None) -> Any:
@@ -120,25 +150,6 @@ def choose_provider(pm: Any, store: str | None) -> Any:
             key="store",
         )
     return provider
-
-
-def open_store(
-    root: Path,
-    *,
-    index_dir: str | os.PathLike[str] | None = None,
-    store: str | None = None,
-    pm: Any = None,
-) -> BackendSet:
-    """Open ``root``'s store through the provider that ``store`` names."""
-    if pm is None:
-        from contextfuse.plugins import make_plugin_manager
-
-        # The built-in store needs no plugin loading; another one is found among the plugins.
-        builtin = store is None or store == DEFAULT_STORE
-        pm = make_plugin_manager(autoload=None if not builtin else False, on_error="warn")
-    return choose_provider(pm, store).open(  # type: ignore[no-any-return]
-        root, store_config(store, index_dir)
-    )
 
 
 def store_config(

@@ -58,7 +58,7 @@ def assemble_with(
     """What a user gets from ``strategy`` alone: the default pipeline's payload (no plugins,
     no preamble) for ``request`` within ``budget`` tokens, nothing reserved."""
     from contextfuse.pipeline import ACMSPipeline
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
 
     adapted = as_strategy(strategy)
     with ACMSPipeline(plugin_manager=make_plugin_manager(autoload=False)) as pipeline:

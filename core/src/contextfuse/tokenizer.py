@@ -232,11 +232,10 @@ def resolve_tokenizer(pm: Any, name: str | None) -> Tokenizer:
     if not name:
         return default_tokenizer()
     known: list[str] = []
-    for results in pm.hook.contextfuse_tokenizers():
-        for tokenizer in results or ():
-            if tokenizer.name == name:
-                return tokenizer  # type: ignore[no-any-return]
-            known.append(tokenizer.name)
+    for given in pm.collect("contextfuse_tokenizers"):
+        if given.item.name == name:
+            return given.item  # type: ignore[no-any-return]
+        known.append(given.item.name)
     from contextfuse.errors import ConfigError
 
     raise ConfigError(

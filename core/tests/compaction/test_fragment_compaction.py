@@ -62,6 +62,13 @@ def test_the_smallest_offline_policies_run_the_selective_flow_with_no_model(
     assert result["x_router"]["cost_usd"] == 0.0
 
 
+def test_the_offline_providers_decisions_are_reported_as_its_own(
+    transcript: Callable[..., Messages],
+) -> None:
+    fragments = run(transcript())["compaction"]["fragments"]
+    assert {f["decision_source"] for f in fragments} == {"offline"}
+
+
 def test_system_pinned_and_recent_messages_stay_verbatim(
     transcript: Callable[..., Messages],
 ) -> None:

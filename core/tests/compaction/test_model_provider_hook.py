@@ -14,7 +14,7 @@ from contextfuse import hookimpl
 from contextfuse.compaction import CompactRequest, collect_providers, compact
 from contextfuse.errors import ConfigError
 from contextfuse.flow import ModelCall, ModelReply
-from contextfuse.plugins import ContextfusePluginManager
+from contextfuse.plugin_manager import ContextfusePluginManager
 
 
 class Echo:
@@ -94,4 +94,4 @@ def test_the_hook_references_example_provider_works(pm: ContextfusePluginManager
     )
     result = compact(request, collect_providers(pm))
     assert result["messages"] == transcript()
-    assert {f["decision_source"] for f in result["compaction"]["fragments"]} == {"model"}
+    assert {f["decision_source"] for f in result["compaction"]["fragments"]} == {"keep-everything"}

@@ -139,6 +139,29 @@ def test_a_choice_outside_the_records_allowed_choices_becomes_the_default() -> N
     assert record["decision"] == "keep" and record["decision_source"] == "default"
 
 
+def test_a_decision_names_the_provider_that_made_it() -> None:
+    broken = Scripted("broken", lambda call: ProviderError("HTTP 500"))
+    working = Scripted("working", writer("drop"))
+    runtime = FlowRuntime({"count": lambda written, params: len(written)})
+    result = runtime.run(flow(), {"batches": batches(1)}, {"p": ResolvedPolicy((broken, working))})
+    assert result.state["decided"][0][0]["decision_source"] == "working"
+
+
+def test_a_generate_node_with_a_limit_key_sends_each_records_limit() -> None:
+    nodes = [n.model_dump() for n in flow().nodes]
+    nodes[2]["limit_key"] = "max_bytes"
+    provider = Scripted("m", writer("drop"))
+    runtime = FlowRuntime({"count": lambda written, params: len(written)})
+    items = [[{"id": "a", "text": "x", "max_bytes": 300}, {"id": "b", "text": "y"}]]
+    runtime.run(flow(nodes=nodes), {"batches": items}, {"p": ResolvedPolicy((provider,))})
+    generation = next(c for c in provider.calls if c.kind == "generation")
+    assert generation.payload["records"] == [
+        {"id": "a", "text": "x", "max_bytes": 300},
+        {"id": "b", "text": "y"},
+    ]
+    assert "within its record's max_bytes" in generation.messages[0]["content"]
+
+
 def test_a_failing_provider_falls_back_to_the_next_allowed_one() -> None:
     broken = Scripted("broken", lambda call: ProviderError("HTTP 500"))
     working = Scripted("working", writer("drop"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextfuse import ACMSPipeline, ContextBudget
 from contextfuse.plugin import SLOTS, hookimpl
-from contextfuse.plugins import TRACE_ENV, make_plugin_manager
+from contextfuse.plugin_manager import TRACE_ENV, make_plugin_manager
 
 
 class CountingScorer:

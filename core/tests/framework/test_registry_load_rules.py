@@ -13,7 +13,8 @@ from contextfuse import (
     ContextRequest,
     MissingStrategyError,
 )
-from contextfuse.config import DEFAULT_ENABLED, ContextfuseConfig
+from contextfuse.config import ContextfuseConfig
+from contextfuse.errors import ConfigError
 from contextfuse.plugin import StrategyCapabilities, hookimpl
 from contextfuse.registry import StrategyRegistry
 
@@ -44,18 +45,47 @@ def provide(pm, *strategies):
     pm.register_plugin(Plugin(), "strategies")
 
 
-def test_a_strategy_whose_backends_the_store_cannot_provide_is_reported_at_load(pm):
+def test_a_configured_strategy_the_store_can_never_serve_is_an_error_at_load(pm):
     provide(pm, Named("simple-keyword", uses_text=True), Named("plans", uses_plans=True))
+    with pytest.raises(ConfigError, match="config.toml: strategy 'plans' is enabled.*the plans"):
+        StrategyRegistry(
+            pm,
+            ContextfuseConfig(enabled=("simple-keyword", "plans"), enabled_source="config.toml"),
+            provides=frozenset({"text"}),
+        )
+
+
+def test_a_configured_strategy_switched_off_in_its_settings_is_not_refused(pm):
+    from contextfuse.config import StrategySettings
+
+    provide(pm, Named("simple-keyword", uses_text=True), Named("plans", uses_plans=True))
+    settings = {"plans": StrategySettings(enabled=False)}
     registry = StrategyRegistry(
-        pm, ContextfuseConfig(enabled=("simple-keyword", "plans")), provides=frozenset({"text"})
+        pm,
+        ContextfuseConfig(enabled=("simple-keyword", "plans"), strategy_settings=settings),
+        provides=frozenset({"text"}),
     )
-    assert any("'plans' needs the plans backend" in n for n in registry.notices)
+    assert [e.name for e in registry.entries() if e.enabled] == ["simple-keyword"]
 
 
 def test_repository_assembly_without_a_text_strategy_names_the_distribution_to_install(pm):
     provide(pm, Named("semantic-embedding", uses_vector=True))
-    with pytest.raises(MissingStrategyError, match="pip install contextfuse-simple-keyword"):
+    with pytest.raises(MissingStrategyError, match="declares uses_text.*pip install contextfuse-s"):
         StrategyRegistry(pm, provides=frozenset({"text", "vector"}), for_repository=True)
+
+
+def test_the_distribution_named_without_a_text_strategy_is_configuration(pm):
+    from contextfuse.config import StrategySelection
+
+    provide(pm, Named("semantic-embedding", uses_vector=True))
+    selection = StrategySelection(install_hint="acme-grep")
+    with pytest.raises(MissingStrategyError, match="pip install acme-grep"):
+        StrategyRegistry(
+            pm,
+            ContextfuseConfig(selection=selection),
+            provides=frozenset({"text", "vector"}),
+            for_repository=True,
+        )
 
 
 def test_a_text_strategy_the_store_cannot_serve_does_not_count(pm):
@@ -98,15 +128,19 @@ def test_a_missing_default_strategy_is_noted_once_however_often_it_is_asked(pm):
     assert len(registry.notices) == len(set(registry.notices)) == 1
 
 
-@pytest.mark.parametrize("name", DEFAULT_ENABLED)
-def test_the_default_enabled_list_names_only_strategy_distributions(name):
-    assert (PLUGINS / name / "pyproject.toml").is_file()
+def test_the_default_install_hint_is_a_distribution_here_with_a_text_strategy():
+    from contextfuse.config import StrategySelection
+
+    hint = StrategySelection().install_hint
+    folder = PLUGINS / hint.removeprefix("contextfuse-")
+    assert f'name = "{hint}"' in (folder / "pyproject.toml").read_text(encoding="utf-8")
+    assert "uses_text=True" in "".join(
+        p.read_text(encoding="utf-8") for p in folder.glob("src/*/strategy.py")
+    )
 
 
 def test_the_strategy_listing_says_why_the_store_cannot_serve_a_strategy(pm):
     provide(pm, Named("simple-keyword", uses_text=True), Named("plans", uses_plans=True))
-    registry = StrategyRegistry(
-        pm, ContextfuseConfig(enabled=("simple-keyword", "plans")), provides=frozenset({"text"})
-    )
+    registry = StrategyRegistry(pm, ContextfuseConfig(), provides=frozenset({"text"}))
     row = next(r for r in registry.describe() if r["name"] == "plans")
     assert not row["available"] and "cannot provide plans" in row["reason"]

@@ -138,9 +138,9 @@ def test_without_git_a_negated_gitignore_pattern_keeps_its_file(
     assert "gen/drop.py" not in indexed
 
 
-def test_a_symlink_inside_the_repository_is_indexed(
-    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+def test_a_contextfuseignore_that_is_not_utf8_still_applies(
+    repo: Path, build: Callable[..., Any], write: Callable[..., Any]
 ) -> None:
-    (repo / "alias.py").symlink_to(repo / "shop" / "util.py")
-    build(repo)
-    assert "alias.py" in paths(opened(repo))
+    write(repo, {".contextfuseignore": b"docs/\n# caf\xe9 (Latin-1)\n"})
+    stats = build(repo)
+    assert ("docs/guide.rst", "ignored by .contextfuseignore") in stats.skipped_files

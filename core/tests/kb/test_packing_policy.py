@@ -15,7 +15,7 @@ from contextfuse.hookspecs import hookimpl
 from contextfuse.models import ContextBudget, ContextFragment, StrategyCapabilities
 from contextfuse.node_scoring import NodeScoringStrategy
 from contextfuse.pipeline import ACMSPipeline
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 
 
 def _many_functions(count: int) -> str:
@@ -97,7 +97,8 @@ def test_what_the_map_leaves_unused_is_spent_on_code(new_repo, write, build, ope
 def test_the_fragment_cap_holds_with_file_headers(new_repo, write, build, opened) -> None:
     files = {f"pkg/m{i}.py": "import os\n\n\n" + _many_functions(3) for i in range(40)}
     kb = _kb(new_repo, write, build, opened, files)
-    fragments = _pack(kb, _scores(kb), 50_000, PackingPolicy(max_fragments=7))
+    policy = PackingPolicy(max_fragments=7, tokens_per_fragment=10**9)
+    fragments = _pack(kb, _scores(kb), 50_000, policy)
     assert len(fragments) <= 7
 
 
@@ -112,7 +113,7 @@ def test_a_fragment_with_redacted_text_says_so(new_repo, write, build, opened) -
 def test_code_leaves_fragment_slots_for_the_file_map(new_repo, write, build, opened) -> None:
     files = {f"pkg/m{i}.py": "import os\n\n\n" + _many_functions(30) for i in range(12)}
     kb = _kb(new_repo, write, build, opened, files)
-    policy = PackingPolicy(max_fragments=30, whole_file_tokens=0)
+    policy = PackingPolicy(max_fragments=30, tokens_per_fragment=10**9, whole_file_tokens=0)
     fragments = _pack(kb, _scores(kb), 200_000, policy)
     assert any(f.detail_depth == 2 for f in fragments)
 
@@ -122,7 +123,13 @@ def test_a_larger_map_slot_share_maps_more_files(new_repo, write, build, opened)
     kb = _kb(new_repo, write, build, opened, files)
 
     def mapped(share: float) -> int:
-        policy = PackingPolicy(max_fragments=30, whole_file_tokens=0, map_slot_share=share)
+        policy = PackingPolicy(
+            max_fragments=30,
+            tokens_per_fragment=10**9,
+            whole_file_tokens=0,
+            map_slot_share=share,
+            spend_target=0.0,
+        )
         return sum(f.detail_depth == 2 for f in _pack(kb, _scores(kb), 200_000, policy))
 
     assert mapped(0.5) > mapped(0.2)
@@ -151,7 +158,7 @@ def test_when_the_fragment_cap_binds_the_best_files_are_shown_whole(
     kb = _kb(
         new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(40) for i in range(6)}
     )
-    policy = PackingPolicy(max_fragments=12, whole_file_tokens=0)
+    policy = PackingPolicy(max_fragments=12, tokens_per_fragment=10**9, whole_file_tokens=0)
     pipeline = _pipeline(policy)
     pipeline.register_strategy("fixed", FixedRanking(_scores(kb)))
     with pipeline:
@@ -276,9 +283,49 @@ def test_code_concentrates_in_the_file_with_the_most_evidence(
     room = max(f.token_count for f in _pack(kb, scores, 4000) if f.detail_depth == 9)
 
     def full_source(weight: float) -> set[str]:
-        policy = PackingPolicy(map_share=0.0, max_piece_share=1.0, file_evidence_weight=weight)
+        policy = PackingPolicy(
+            map_share=0.0, max_piece_share=1.0, file_evidence_weight=weight, spend_target=0.0
+        )
         return {f.uko_node for f in _pack(kb, scores, room, policy) if f.detail_depth == 9}
 
     assert f"{prefix}/cart.py#Cart.step_0" in full_source(0.5)
     assert f"{prefix}/pricing.py#round_price" not in full_source(0.5)
     assert f"{prefix}/pricing.py#round_price" in full_source(0.0)
+
+
+def test_a_large_budget_is_spent_by_whole_files_when_the_candidates_run_out(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(40) for i in range(6)}
+    )
+    # Three functions of each file are ranked: their files hold what the budget can buy.
+    few = {
+        f"{f.uri}#handler_{n}": 1.0 / (i + n + 1)
+        for i, f in enumerate(kb.nodes.files())
+        if f.path.endswith(".py")
+        for n in range(3)
+    }
+    files = kb.nodes.get_renderings([uri.split("#")[0] for uri in few], (9,))
+    budget = sum(r[9].token_count for r in files.values())
+    fragments = _pack(kb, few, budget)
+    assert sum(f.token_count for f in fragments) >= 0.95 * budget
+    assert any("#" not in f.uko_node and f.detail_depth == 9 for f in fragments)
+
+
+def test_a_files_header_comes_with_its_first_full_source_symbol(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"cart.py": '"""The shopping cart."""\n\nimport os\n\n\n' + _many_functions(30)},
+    )
+    scores = {"project://sel/cart.py#handler_3": 1.0}
+    (code, header) = _pack(kb, scores, 2000, PackingPolicy(spend_target=0.0))
+    assert code.uko_node.endswith("#handler_3") and code.detail_depth == 9
+    assert header.uko_node == "project://sel/cart.py#<header>" and header.detail_depth == 9
+    assert header.content == '"""The shopping cart."""\n\nimport os'
+    assert header.provenance.location == "L1-L3"

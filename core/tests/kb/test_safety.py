@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -233,3 +234,54 @@ def test_a_closed_index_says_so(repo: Path, build: Callable[..., Any]) -> None:
     kb.nodes.close()
     with pytest.raises(KnowledgeBaseError, match="closed"):
         kb.nodes.files()
+
+
+#: Indexes with two forked worker processes, printing each progress report.
+PARALLEL_INDEXER = INDEXER.replace("workers=1", "workers=2")
+
+
+def processes_mentioning(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker`` (zombies left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forked workers: Linux")
+def test_an_indexer_killed_mid_parse_takes_its_workers_along_and_frees_the_lock(
+    tmp_path: Path, build: Callable[..., Any]
+) -> None:
+    root = tmp_path / "killed-parallel"
+    make_project(root, "marker", 600)
+    with subprocess.Popen(
+        [sys.executable, "-c", PARALLEL_INDEXER, str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if progress_at("Indexing files", 80)(line):
+                os.kill(process.pid, signal.SIGKILL)
+                break
+        process.wait()
+    deadline = time.monotonic() + 10
+    while processes_mentioning(str(root)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_mentioning(str(root)) == []
+    started = time.monotonic()
+    stats = build(root, workers=2)
+    assert time.monotonic() - started < 60  # not a wait on a lock nobody will release
+    assert stats.files == 600
+    assert any("taken over" in note for note in stats.notes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contextfuse.kb.secrets import redact
+from contextfuse.kb.secrets import redact, secret_file_reason
 
 
 @pytest.mark.timeout(5)
@@ -71,3 +71,54 @@ def test_placeholders_in_configuration_files_are_kept() -> None:
 def test_a_database_url_keeps_its_user_and_host_readable() -> None:
     found = redact("url = 'mysql://root:Pa55w0rd9@localhost/db'").text
     assert "mysql://root:[REDACTED:url-password]@localhost/db" in found
+
+
+@pytest.mark.parametrize(
+    ("path", "line", "secret"),
+    [
+        ("deploy.sh", "export API_TOKEN=tok9f8e7d6c5b4a392817", "tok9f8e7d6c5b4a392817"),
+        ("run.sh", "PGPASSWORD=pg-Pass-1187 psql -h db", "pg-Pass-1187"),
+        ("docker-compose.yml", "      - POSTGRES_PASSWORD=compose-pass-8841", "compose-pass-8841"),
+        ("db.py", 'connect("host=db user=app password=s3cr3t-42")', "s3cr3t-42"),
+        ("app.json", '"Server=db;User Id=sa;Password=mssql-6610;"', "mssql-6610"),
+        ("notify.py", 'URL = "https://hooks.slack.com/services/T01/B02/xYz1234567"', "xYz1234567"),
+    ],
+)
+def test_environment_and_connection_string_secrets_are_redacted(
+    path: str, line: str, secret: str
+) -> None:
+    assert secret not in redact(line + "\n", path).text
+
+
+def test_a_kubernetes_env_entry_value_is_redacted() -> None:
+    text = (
+        "env:\n  - name: REDIS_PASSWORD\n    value: k8s-redis-5521\n"
+        "  - name: LEVEL\n    value: info\n"
+    )
+    redacted = redact(text, "k8s/deploy.yaml").text
+    assert "k8s-redis-5521" not in redacted
+    assert "value: info" in redacted
+
+
+def test_a_private_key_cut_short_is_redacted_to_the_end() -> None:
+    text = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAzq4Fv1bX9t2mQ8pL0r\n"
+    assert "MIIEpAIBAAKCAQEAzq4Fv1bX9t2mQ8pL0r" not in redact(text).text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'SECRET_KEY = os.environ["SECRET_KEY"]',
+        "API_TOKEN = get_token()",
+        "conn = connect(password=password_value, user=user)",
+        "PASSWORD_HASHERS = [",
+        'export API_TOKEN="$API_TOKEN"',
+        "TOKEN: str",
+    ],
+)
+def test_code_that_reads_a_secret_is_not_redacted(line: str) -> None:
+    assert redact(line + "\n", "settings.py").text == line + "\n"
+
+
+def test_envrc_is_a_secret_file() -> None:
+    assert secret_file_reason("project/.envrc") is not None

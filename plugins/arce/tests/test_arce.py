@@ -9,7 +9,7 @@ import pytest
 
 from contextfuse import BackendSet, ContextRequest, PlanContext
 from contextfuse.kb import index, open_backends
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_arce import ArceStrategy, ArceWeights
 

@@ -16,7 +16,7 @@ from contextfuse.backends import BackendSet
 from contextfuse.config import ContextfuseConfig
 from contextfuse.kb import index, open_backends, open_plan_store
 from contextfuse.models import ContextFragment, ContextRequest, PlanContext
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_plan_decision_context import PlanDecisionContextStrategy
 from contextfuse_plan_decision_context import plugin as plugin_module

@@ -9,7 +9,7 @@ import pytest
 
 from contextfuse import BackendSet, ContextRequest
 from contextfuse.kb import index, open_backends
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_semantic_embedding import SemanticEmbeddingStrategy, SemanticIndexContributor
 
@@ -96,5 +96,5 @@ def test_unchanged_nodes_are_not_embedded_again(repo, stats):
 def test_the_plugin_contributes_the_strategy_and_the_contributor():
     pm = make_plugin_manager()
     assert "semantic-embedding" in {s.strategy.name for s in pm.strategy_sources()}
-    contributed = [c for r in pm.hook.contextfuse_index_contributors() for c in r]
+    contributed = [c.item for c in pm.collect("contextfuse_index_contributors")]
     assert any(c.name == "semantic-embedding" for c in contributed)

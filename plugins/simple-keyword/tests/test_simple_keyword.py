@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from contextfuse import BackendSet, ContextRequest
+from contextfuse import BackendSet, ContextRequest, PlanContext
 from contextfuse.kb import index, open_backends
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_simple_keyword import SimpleKeywordStrategy
 from contextfuse_simple_keyword.query import extract_mentions
@@ -70,9 +70,11 @@ def test_the_strategy_conforms_to_the_protocol():
 
 
 def test_a_named_method_comes_first_at_full_source(backends):
-    fragments = run(backends, "ShoppingCart.add_item raises ValueError for zero")
-    first = fragments[0]
-    assert first.uko_node.endswith("shop/cart.py#ShoppingCart.add_item")
+    query = "ShoppingCart.add_item raises ValueError for zero"
+    ranked = SimpleKeywordStrategy().rank(ContextRequest(query=query), backends, PlanContext())
+    assert ranked[0].uri.endswith("shop/cart.py#ShoppingCart.add_item")
+    first = run(backends, query)[0]
+    assert first.provenance.resource_uri.endswith("shop/cart.py")
     assert first.detail_depth == 9
     assert "count must be positive" in first.content
 
@@ -109,11 +111,3 @@ def test_mentions_find_paths_dotted_names_and_identifiers():
 def test_the_plugin_is_found_through_its_entry_point():
     pm = make_plugin_manager()
     assert "simple-keyword" in {s.strategy.name for s in pm.strategy_sources()}
-
-
-def test_a_files_header_comes_with_its_first_full_source_symbol(backends):
-    fragments = {f.uko_node: f for f in run(backends, "ShoppingCart.add_item count")}
-    header = next(f for uri, f in fragments.items() if uri.endswith("shop/cart.py#<header>"))
-    assert header.detail_depth == 9
-    assert header.content == '"""The shopping cart."""'
-    assert header.provenance.location == "L1-L1"

@@ -16,7 +16,7 @@ from contextfuse.backends import BackendSet, Commit, FileChange
 from contextfuse.config import ContextfuseConfig
 from contextfuse.kb import index, open_backends
 from contextfuse.models import ContextRequest, PlanContext
-from contextfuse.plugins import make_plugin_manager
+from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_temporal_archaeology import TemporalArchaeologyStrategy
 from contextfuse_temporal_archaeology import plugin as plugin_module

@@ -24,14 +24,14 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--budget",
-    type=click.IntRange(min=1),
+    type=int,
     default=8000,
     show_default=True,
-    help="Maximum tokens of the payload, reserve included.",
+    help="Maximum tokens of the payload, reserve included (100 to 2,000,000).",
 )
 @click.option(
     "--reserved",
-    type=click.IntRange(min=0),
+    type=int,
     default=0,
     show_default=True,
     help="Tokens of the budget kept free (e.g. for a system prompt).",
@@ -90,17 +90,15 @@ def assemble(
     from contextfuse.cli.progress import progress_bar
     from contextfuse.cli.render import render_markdown
     from contextfuse.errors import ContextfuseError
-    from contextfuse.models import MAX_CONTENT_CHARS
+    from contextfuse.limits import clean_text, empty_payload_hint, request_problem
     from contextfuse.repo_root import find_repo_root
 
     if query == "-":
         query = sys.stdin.read()
-    if not query.strip():
-        fail("the query is empty")
-    if len(query) > MAX_CONTENT_CHARS:
-        fail(f"the query is {len(query):,} characters; the limit is {MAX_CONTENT_CHARS:,}")
-    if reserved >= budget:
-        fail(f"--reserved ({reserved}) must be less than --budget ({budget})")
+    query = clean_text(query)
+    problem = request_problem(query, budget, reserved)
+    if problem is not None:
+        fail(problem[1])
     root = repo if repo is not None else find_repo_root(Path.cwd())
     try:
         with ContextAssembler(
@@ -122,6 +120,8 @@ def assemble(
     except ContextfuseError as exc:
         fail(str(exc))
         return
+    if not payload.fragments:
+        notices.append(empty_payload_hint(budget))
     if not quiet:
         for notice in notices:
             click.echo(f"note: {notice}", err=True)

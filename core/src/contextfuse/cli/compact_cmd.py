@@ -62,7 +62,7 @@ def compact(
     from contextfuse.compaction import CompactRequest, PolicyError, collect_providers
     from contextfuse.compaction import compact as run_compaction
     from contextfuse.errors import ContextfuseError
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
 
     try:
         data = json.loads(sys.stdin.read())
@@ -85,7 +85,15 @@ def compact(
     try:
         request = CompactRequest.model_validate(fields)
         providers = collect_providers(make_plugin_manager())
-        emit_json(run_compaction(request, providers))
+        result = run_compaction(request, providers)
+        emit_json(result)
+        report = result["compaction"]
+        if report["target_note"]:
+            click.echo(
+                f"note: target ratio {report['target_ratio']} not met ({report['ratio']}): "
+                f"{report['target_note']}",
+                err=True,
+            )
     except ValidationError as exc:
         fail(
             "; ".join(

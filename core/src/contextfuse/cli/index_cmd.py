@@ -110,7 +110,7 @@ def _index_into(
 ) -> IndexStats:
     """Index through the backend provider that ``store`` names (``--store``)."""
     from contextfuse.kb.api import resolve_root
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.stores import choose_provider, store_config
 
     pm = make_plugin_manager(on_error="warn")
@@ -136,12 +136,11 @@ def _apply_tiers(
     from pydantic import ValidationError
 
     from contextfuse.errors import ConfigError
+    from contextfuse.kb import open_backends
     from contextfuse.kb.tiers import TierPolicy, tier_store_of
-    from contextfuse.plugins import make_plugin_manager
-    from contextfuse.stores import choose_provider, store_config
 
-    pm = make_plugin_manager(autoload=None if store else False, on_error="warn")
-    backends = choose_provider(pm, store).open(root, store_config(store, index_dir))
+    # The embedded store opens without loading the plugins; another one is found among them.
+    backends = open_backends(root, index_dir=index_dir, store=store)
     try:
         tiers = tier_store_of(backends)
         if tiers is None:

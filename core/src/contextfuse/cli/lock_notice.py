@@ -25,8 +25,12 @@ def announce_lock_wait(index_dir: Path) -> bool:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            from contextfuse.kb.process import lock_holder
+
+            holder = lock_holder(lock_path)
+            who = f" (process {holder})" if holder else ""
             click.echo(
-                f"waiting for another contextfuse process that is updating the index "
+                f"waiting for another contextfuse process{who} that is updating the index "
                 f"({lock_path})...",
                 err=True,
             )

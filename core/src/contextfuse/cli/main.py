@@ -30,6 +30,11 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     "project": ("contextfuse.cli.project_cmd", "project", "Per-project settings."),
     "compact": ("contextfuse.cli.compact_cmd", "compact", "Compact an agent transcript (stdin)."),
     "serve": ("contextfuse.cli.serve_cmd", "serve", "Serve the HTTP API over named projects."),
+    "explore": (
+        "contextfuse.cli.explore_cmd",
+        "explore",
+        "See where the budget goes, in the browser.",
+    ),
     "mcp": ("contextfuse.cli.mcp_cmd", "mcp", "Serve tools and resources over MCP (stdio)."),
     "plan": ("contextfuse.cli.plan_cmd", "plan", "Plans and decisions: add, decide, close, show."),
 }
@@ -91,20 +96,20 @@ def _one_line_validation(exc: ValueError) -> str:
 
 
 def _plugin_commands() -> dict[str, click.Command]:
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
 
     commands: dict[str, click.Command] = {}
     pm = make_plugin_manager(on_error="warn")
-    for result in pm.hook.contextfuse_cli_commands():
-        for command in result or ():
-            if command.name in BUILTIN_COMMANDS:
-                click.echo(
-                    f"warning: a plugin's command {command.name!r} clashes with a built-in "
-                    "command and was skipped",
-                    err=True,
-                )
-                continue
-            commands[str(command.name)] = command
+    for given in pm.collect("contextfuse_cli_commands"):
+        command = given.item
+        if command.name in BUILTIN_COMMANDS:
+            click.echo(
+                f"warning: the command {command.name!r} of plugin {given.plugin!r} clashes "
+                "with a built-in command and was skipped",
+                err=True,
+            )
+            continue
+        commands[str(command.name)] = command
     return commands
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from contextfuse.cli.output import fail, require_serve_extra
-from contextfuse.cli.serve_cmd import parse_projects
+from contextfuse.cli.serve_cmd import parse_projects, project_name
 
 
 @click.command("mcp")
@@ -26,14 +26,14 @@ def mcp(projects: tuple[str, ...]) -> None:
     from contextfuse.compaction import collect_providers
     from contextfuse.errors import ContextfuseError
     from contextfuse.mcp_server import build_mcp_server
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.server.projects import ProjectPool
     from contextfuse.server.settings import load_server_settings
 
     chosen = parse_projects(projects)
     if not chosen:
         here = Path.cwd()
-        chosen = {_project_name(here.name): here}
+        chosen = {project_name(here.name): here}
     try:
         settings = load_server_settings(None, projects=chosen, refresh_interval_s=30.0)
         pool = ProjectPool(settings.projects, refresh_interval_s=settings.refresh_interval_s)
@@ -46,8 +46,3 @@ def mcp(projects: tuple[str, ...]) -> None:
         server.run("stdio")
     finally:
         pool.close()
-
-
-def _project_name(directory: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in directory).lstrip("._-")
-    return cleaned[:64] or "project"

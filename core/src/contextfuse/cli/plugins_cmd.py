@@ -16,7 +16,7 @@ def plugin_report() -> dict[str, Any]:
     from the slot table (phase, configuration section, protocol, method, hook, core default)
     with its provider and the wrappers around it.
     """
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.slots import SLOTS
 
     pm = make_plugin_manager(on_error="warn")

@@ -34,7 +34,7 @@ def set_context(strategies: tuple[str, ...], repo: Path) -> None:
     """Replace this project's enabled strategies (context.strategies.enabled)."""
     from contextfuse.config import load_config, write_project_strategies
     from contextfuse.errors import ContextfuseError
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.registry import StrategyRegistry
 
     try:

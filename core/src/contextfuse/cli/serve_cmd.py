@@ -22,6 +22,12 @@ def parse_projects(values: tuple[str, ...]) -> dict[str, Path]:
     return projects
 
 
+def project_name(directory: str) -> str:
+    """A valid project name for a folder called ``directory``."""
+    cleaned = "".join(c if c.isalnum() or c in "._-" else "-" for c in directory).lstrip("._-")
+    return cleaned[:64] or "project"
+
+
 @click.command("serve")
 @click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
 @click.option("--port", type=click.IntRange(0, 65535), default=None, help="Default 8765; 0: any.")
@@ -85,7 +91,7 @@ def serve(
     """
     require_serve_extra()
     from contextfuse.errors import ContextfuseError
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.server.run import serve as run_server
     from contextfuse.server.settings import load_server_settings
 
@@ -102,6 +108,10 @@ def serve(
             workers=workers,
         )
         click.echo(f"indexing {len(settings.projects)} project(s)...", err=True)
+        from contextfuse.cli.lock_notice import announce_lock_wait
+
+        for path in settings.projects.values():  # a wait on another process is said, not hung
+            announce_lock_wait(path / ".contextfuse")
         run_server(
             settings,
             make_plugin_manager(),

@@ -27,7 +27,7 @@ def list_strategies(repo: Path, fmt: str) -> None:
     """Show every strategy with its capabilities and quality score, available or not, and why."""
     from contextfuse.config import load_config
     from contextfuse.errors import ContextfuseError
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.registry import StrategyRegistry
     from contextfuse.stores import choose_provider
 

@@ -7,17 +7,12 @@ no model at all and gives the same answer for the same transcript every time.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from contextfuse.compaction.digest import digest
 from contextfuse.flow.provider import ModelCall, ModelReply
 
 __all__ = ["OfflineProvider"]
-
-_HEAD = re.compile(r"^\[\d+\] ")  # "[12] assistant: ..." as render_unit writes it
-_NOTABLE = re.compile(r"error|exception|traceback|fail|fatal|warning|denied|not found", re.I)
-_LINE_CHARS = 160
-_MAX_NOTABLE = 5
 
 
 class OfflineProvider:
@@ -45,7 +40,7 @@ class OfflineProvider:
             ]
             return ModelReply(text=json.dumps({"decisions": rows}))
         summaries = [
-            {"id": record["id"], "summary": summarize(record["text"])}
+            {"id": record["id"], "summary": summarize(record["text"], record.get("max_bytes"))}
             for record in call.payload["records"]
         ]
         return ModelReply(text=json.dumps({"summaries": summaries}))
@@ -68,20 +63,7 @@ class OfflineProvider:
         return "keep"
 
 
-def summarize(text: str) -> str:
-    """An extractive summary: each message's first line, notable lines, and the sizes."""
-    heads: list[str] = []
-    notable: list[str] = []
-    lines = text.splitlines()
-    for line in lines:
-        if _HEAD.match(line):
-            heads.append(_clip(line))
-        elif len(notable) < _MAX_NOTABLE and _NOTABLE.search(line):
-            notable.append(_clip(line.strip()))
-    parts = heads + [f"  ! {line}" for line in notable]
-    parts.append(f"({len(lines)} lines, {len(text.encode('utf-8'))} bytes before compaction)")
-    return "\n".join(parts)
-
-
-def _clip(line: str) -> str:
-    return line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 3] + "..."
+def summarize(text: str, max_bytes: int | None = None) -> str:
+    """An extractive summary of rendered transcript units within ``max_bytes`` (see
+    :func:`contextfuse.compaction.digest.digest`)."""
+    return digest(text, max_bytes)

@@ -24,6 +24,8 @@ __all__ = ["OPERATIONS", "excerpt", "signals_of"]
 
 Message = Mapping[str, Any]
 _ERROR_LINE = re.compile(r"error|exception|traceback|fail|fatal|denied|not found", re.I)
+#: A summary marker's bytes besides its summary: the role, the header and the JSON punctuation.
+_MARKER_BYTES = json_bytes({"role": "assistant", "content": f"{SUMMARY_MARKER}00000-00000]\n"})
 
 
 def units(messages: Sequence[Message], pinned: Sequence[int] | None, *, params: Any) -> list[Unit]:
@@ -102,7 +104,11 @@ def prepare_selective(
     protected = sum(u.bytes for u in all_units if u.protected)
     selectable = [(i, u) for i, u in enumerate(all_units) if not u.protected]
     shed = max(0, original - math.floor(original * target_ratio))
-    pressure = min(1.0, shed / max(1, sum(u.bytes for _, u in selectable)))
+    selectable_bytes = max(1, sum(u.bytes for _, u in selectable))
+    pressure = min(1.0, shed / selectable_bytes)
+    # Each summary's share of the room the target leaves beside the protected units.
+    room = max(0, math.floor(original * target_ratio) - protected)
+    minimum = int(params["min_summary_bytes"])
     limits: list[dict[str, Any]] = []
     batches: list[list[dict[str, Any]]] = []
     batch: list[dict[str, Any]] = []
@@ -150,6 +156,7 @@ def prepare_selective(
                 "id": f"u{index}",
                 "unit": index,
                 "text": text,
+                "max_bytes": max(minimum, room * unit.bytes // selectable_bytes),
                 "excerpt": shown,
                 "choices": choices,
                 "signals": signals,
@@ -175,16 +182,45 @@ def prepare_single(
     *,
     params: Any,
 ) -> dict[str, Any]:
-    """One record holding every compactable unit (an excerpt when the whole is too large)."""
+    """The compactable units as records of whole units, each within a summary request.
+
+    One batch per record, oldest first, at most ``max_chunks``; the oldest units beyond that
+    share one record as an excerpt (as does a unit too large for a request alone). Each
+    record's ``max_bytes`` is its share of the room the target leaves beside the protected
+    units and the marker.
+    """
     selectable = [(i, u) for i, u in enumerate(all_units) if not u.protected]
-    text = "\n".join(render_unit(messages, u) for _, u in selectable)
     cap = int(params["summary_input_bytes"]) - int(params["request_overhead_bytes"])
-    batches = [[{"id": "all", "text": excerpt(text, cap)}]] if selectable else []
+    original = json_bytes(list(messages))
+    protected = sum(u.bytes for u in all_units if u.protected)
+    texts = [render_unit(messages, u) for _, u in selectable]
+    chunks: list[list[str]] = []
+    size = cap  # start a new chunk at once
+    for text in texts:
+        needed = ascii_json_size(text)
+        if chunks and size + needed <= cap:
+            chunks[-1].append(text)
+            size += needed
+        else:
+            chunks.append([text])
+            size = needed
+    limit = int(params["max_chunks"])
+    if len(chunks) > limit:  # the oldest ones share the first record, as an excerpt
+        merged = len(chunks) - limit + 1
+        chunks = [[text for chunk in chunks[:merged] for text in chunk], *chunks[merged:]]
+    room = math.floor(original * target_ratio) - protected - _MARKER_BYTES
+    total = max(1, sum(len(t) for t in texts))
+    minimum = int(params["min_summary_bytes"])
+    batches = []
+    for number, chunk in enumerate(chunks):
+        text = "\n".join(chunk)
+        share = max(minimum // len(chunks), room * len(text) // total)
+        batches.append([{"id": f"part{number}", "text": excerpt(text, cap), "max_bytes": share}])
     return {
         "batches": batches,
         "limits": [],
-        "original_bytes": json_bytes(list(messages)),
-        "protected_bytes": sum(u.bytes for u in all_units if u.protected),
+        "original_bytes": original,
+        "protected_bytes": protected,
         "units": [i for i, _ in selectable],
     }
 
@@ -254,13 +290,16 @@ def reassemble_single(
     *,
     params: Any,
 ) -> dict[str, Any]:
-    """Replace every compactable unit with one summary at the first one's place, if smaller."""
+    """Replace every compactable unit with one summary (the records' summaries in order) at
+    the first one's place, if every record was summarized and the whole is smaller."""
     chosen = list(prepared["units"])
     if not chosen:
         return {"messages": list(messages), "fragments": []}
     first, last = all_units[chosen[0]], all_units[chosen[-1]]
-    text = summaries[0].get("generated") if summaries else None
-    reason = (summaries[0].get("generation_error") if summaries else None) or "failed"
+    parts = [s.get("generated") for s in summaries]
+    failed = [s.get("generation_error") or "failed" for s in summaries if not s.get("generated")]
+    text = "\n".join(str(p) for p in parts) if parts and not failed else None
+    reason = failed[0] if failed else "failed"
     marker = _marker(messages, first.start, last.end, text) if text else None
     if marker is not None and json_bytes(marker) >= sum(all_units[i].bytes for i in chosen):
         marker, reason = None, "expanded"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from contextfuse.compaction.offline import OfflineProvider
@@ -51,10 +51,8 @@ def collect_providers(
     for provider in [*([from_env] if from_env else []), *configured]:
         add(provider, "configuration")
     if pm is not None:
-        for plugin_name, caller in pm.each_implementation("contextfuse_model_providers"):
-            for result in caller():
-                for provider in _results(result):
-                    add(provider, f"plugin {plugin_name!r}")
+        for given in pm.collect("contextfuse_model_providers"):
+            add(given.item, f"plugin {given.plugin!r}")
     return {name: provider for name, (provider, _) in found.items()}
 
 
@@ -71,9 +69,3 @@ def resolve_policy(
         )
     limit = min(MAX_SUMMARY_TOKENS, policy.max_output_tokens or MAX_SUMMARY_TOKENS)
     return ResolvedPolicy(tuple(providers[name] for name in policy.providers), limit)
-
-
-def _results(value: object) -> Iterable[Any]:
-    if value is None:
-        return ()
-    return value  # type: ignore[return-value]

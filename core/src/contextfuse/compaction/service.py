@@ -84,6 +84,9 @@ def compact(
             "target_ratio": request.target_ratio,
             "target_bytes": target,
             "target_met": output <= target,
+            "target_note": _target_note(
+                output, target, int(prepared["protected_bytes"]), result["fragments"]
+            ),
             "ratio": round(output / original, 6),
             "protected_bytes": int(prepared["protected_bytes"]),
             "fragments": result["fragments"],
@@ -91,3 +94,24 @@ def compact(
         },
         "x_router": router,
     }
+
+
+def _target_note(
+    output: int, target: int, protected: int, fragments: list[dict[str, Any]]
+) -> str | None:
+    """Why the output is over its target (None when it is not)."""
+    if output <= target:
+        return None
+    if protected >= target:
+        return (
+            f"the protected messages alone (system, developer and pinned messages, the most "
+            f"recent units) are {protected:,} bytes, over the target of {target:,}"
+        )
+    failed = sorted({f["reason"] for f in fragments if f.get("action") == "keep" and "reason" in f})
+    if failed and all(f.get("action") == "keep" for f in fragments):
+        return f"no summary replaced the old messages ({', '.join(failed)})"
+    return (
+        f"besides the {protected:,} protected bytes the output keeps {output - protected:,} "
+        f"(the failures, errors, changed files and decisions of the summaries, and units kept "
+        f"whole) where the target of {target:,} left {target - protected:,}"
+    )

@@ -43,6 +43,10 @@ def check_message(message: Any) -> dict[str, Any]:
         json.dumps(message, allow_nan=False)
     except ValueError as exc:  # Python's JSON reader accepts NaN and Infinity; JSON does not
         raise ValueError("a message may not contain NaN or Infinity") from exc
+    try:  # JSON may escape a lone surrogate ("\ud800"): no UTF-8 encodes it
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("a message may not contain a lone surrogate (invalid Unicode)") from exc
     role = message.get("role")
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}; got {role!r}")

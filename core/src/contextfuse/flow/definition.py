@@ -36,12 +36,15 @@ class NodeSpec(_Strict):
     * ``op``: ``output = operations[op](*inputs, params=flow.params | node.params)``.
     * ``decide``: for every batch of records in ``inputs[0]``, one call to the ``policy``'s
       provider asking ``question`` with ``choices``; each record gets ``decision`` (a choice
-      it allows (its ``choices`` field, else all), else ``default``) and ``decision_source``.
+      it allows (its ``choices`` field, else all), else ``default``) and ``decision_source``
+      (the name of the provider that chose, or ``"default"``).
       The model sees each record's ``id``, ``text_key`` field, ``choices`` and ``signals``.
     * ``select``: the batches of ``inputs[0]`` reduced to the records whose fields equal
       ``where``; empty batches are dropped.
     * ``generate``: for every batch of ``inputs[0]``, one JSON generation call; each record
-      gets ``generated`` (a string) or ``generation_error``.
+      gets ``generated`` (a string) or ``generation_error``. With ``limit_key``, each record's
+      field of that name (the most UTF-8 bytes its value should take) goes to the provider
+      with the record's text.
     """
 
     id: str = Field(min_length=1)
@@ -57,6 +60,7 @@ class NodeSpec(_Strict):
     default: str | None = None
     where: dict[str, str] = Field(default_factory=dict)
     text_key: str = "text"
+    limit_key: str | None = None
     response: ResponseShape | None = None
     timeout_s: float | None = Field(default=None, gt=0)
     max_request_bytes: int | None = Field(default=None, ge=1)

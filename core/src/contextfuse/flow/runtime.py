@@ -220,6 +220,7 @@ class _ModelNode:
             'JSON only: {"decisions": [{"id": "<item id>", "choice": "<choice>"}]}'
         )
         answers = self._call(index, "decision", payload, prompt, self._decision_tokens(batch))
+        answered_by = self.events[-1].get("provider", "default") if answers is not None else ""
         parsed = _decisions(answers) if answers is not None else {}
         if answers is not None and not parsed:
             self.events[-1]["outcome"] = "invalid_reply"
@@ -233,7 +234,7 @@ class _ModelNode:
                 {
                     **record,
                     "decision": choice if ok else node.default,
-                    "decision_source": "model" if ok else "default",
+                    "decision_source": answered_by if ok else "default",
                 }
             )
         if answers is not None and (invalid or len(parsed) < len(batch)):
@@ -253,10 +254,21 @@ class _ModelNode:
         node = self.node
         shape = node.response
         assert shape is not None  # validated by NodeSpec
-        records = [{"id": r["id"], "text": r[node.text_key]} for r in batch]
+        size_key = node.limit_key
+        records = [
+            {
+                "id": r["id"],
+                "text": r[node.text_key],
+                **({size_key: r[size_key]} if size_key is not None and size_key in r else {}),
+            }
+            for r in batch
+        ]
         payload = {"instruction": node.instruction, "records": records}
+        bound = (
+            f" Keep each value within its record's {size_key} (UTF-8 bytes)." if size_key else ""
+        )
         prompt = (
-            f"{node.instruction}\nReply with JSON only: "
+            f"{node.instruction}{bound}\nReply with JSON only: "
             f'{{"{shape.list_key}": [{{"{shape.id_key}": "<record id>", '
             f'"{shape.value_key}": "<text>"}}]}}'
         )

@@ -16,8 +16,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from contextfuse.kb.api import index, index_exists, index_path, open_backends, open_plan_store
+    from contextfuse.kb.api import index_exists, index_path, open_plan_store
     from contextfuse.kb.indexer import IndexSession, IndexStats
+    from contextfuse.kb.repository import index, open_backends
 
 __all__ = [
     "IndexSession",
@@ -32,10 +33,10 @@ __all__ = [
 _HOMES = {
     "IndexSession": "contextfuse.kb.indexer",
     "IndexStats": "contextfuse.kb.indexer",
-    "index": "contextfuse.kb.api",
+    "index": "contextfuse.kb.repository",
     "index_exists": "contextfuse.kb.api",
     "index_path": "contextfuse.kb.api",
-    "open_backends": "contextfuse.kb.api",
+    "open_backends": "contextfuse.kb.repository",
     "open_plan_store": "contextfuse.kb.api",
 }
 

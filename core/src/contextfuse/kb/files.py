@@ -2,13 +2,20 @@
 
 Discovery lists what git would track (``git ls-files -co --exclude-standard``; without git,
 a walk that honours ``.gitignore`` files with pathspec), then applies ``.contextfuseignore``
-and drops the index directory, ``.git`` and links that leave the repository. Reading a file
-classifies it: binary, too large, minified or generated, secret (by name), or text, with
-secrets in the text redacted.
+and drops the index directory, ``.git`` and symbolic links. Reading a file classifies it:
+binary, too large, minified or generated, secret (by name), or text, with secrets in the
+text redacted.
+
+No link is ever followed: a path is read only when none of its components is a symbolic
+link, checked when it is listed (a tracked folder later replaced by a link is skipped) and
+again when it is opened, one component at a time with ``O_NOFOLLOW``, so a folder swapped
+for a link in between cannot lead out of the repository. A link to a file of the
+repository is left out too: the file is indexed under its own path, once.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -28,7 +35,9 @@ __all__ = [
     "Skip",
     "discover",
     "git_toplevel",
+    "inside_repository",
     "read_file",
+    "read_inside",
 ]
 
 DEFAULT_MAX_FILE_SIZE = 1_000_000  # bytes
@@ -207,17 +216,25 @@ def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
 
     ignore = root / IGNORE_FILE
     spec = (
-        pathspec.GitIgnoreSpec.from_lines(ignore.read_text("utf-8").splitlines())
+        # Not UTF-8 (a Latin-1 editor): the undecodable bytes match nothing, the rest applies.
+        pathspec.GitIgnoreSpec.from_lines(ignore.read_text("utf-8", "replace").splitlines())
         if ignore.is_file()
         else None
     )
     candidates: list[Candidate] = []
     skipped: list[Skip] = []
+    folders: dict[str, str | None] = {"": None}  # folder -> why its files are not read
     for name in names:
         if name.startswith(excluded) or name == ".git" or name.startswith(".git/"):
             continue
         if spec is not None and spec.match_file(name):
             skipped.append(Skip(name, f"ignored by {IGNORE_FILE}"))
+            continue
+        folder = name.rpartition("/")[0]
+        if folder not in folders:
+            folders[folder] = _folder_reason(base, folder)
+        if folders[folder] is not None:
+            skipped.append(Skip(name, str(folders[folder])))
             continue
         full = os.path.join(base, name)
         try:
@@ -225,18 +242,41 @@ def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
         except OSError:  # listed by git but deleted since
             continue
         if stat.S_ISLNK(info.st_mode):
-            reason = _link_reason(Path(full), root)
-            if reason:
-                skipped.append(Skip(name, reason))
-                continue
-            info = os.stat(full)
+            skipped.append(Skip(name, _link_reason(Path(full), root)))
+            continue
         if not stat.S_ISREG(info.st_mode):
             continue  # submodules, sockets, directories listed by git
         candidates.append(Candidate(name, info.st_size, info.st_mtime_ns))
     return Discovery(candidates, skipped, git)
 
 
-def _link_reason(full: Path, root: Path) -> str | None:
+def inside_repository(root: Path, path: str) -> bool:
+    """True when ``root/path`` is where it says: a plain relative path, no link on its way."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return False
+    base = str(root.resolve())
+    where = os.path.join(base, *parts)
+    return os.path.realpath(where) == where
+
+
+def _folder_reason(base: str, folder: str) -> str | None:
+    """Why the files of ``folder`` (relative to ``base``) are not read, or None.
+
+    A folder is read only where it is: when one of its components is a symbolic link (a
+    tracked folder replaced by a link, say), its real path differs from the path itself.
+    """
+    where = os.path.join(base, folder)
+    real = os.path.realpath(where)
+    if real == where:
+        return None
+    if real.startswith(base + os.sep):
+        return "a parent folder is a symbolic link"
+    return "a parent folder is a symbolic link out of the repository"
+
+
+def _link_reason(full: Path, root: Path) -> str:
+    """Why a symbolic link is not indexed (none is: see the module's docstring)."""
     try:
         target = full.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -245,7 +285,7 @@ def _link_reason(full: Path, root: Path) -> str | None:
         return "symbolic link leaves the repository"
     if target.is_dir():
         return "symbolic link to a directory"
-    return None
+    return f"symbolic link to {target.relative_to(root).as_posix()}"
 
 
 def read_file(root: Path, candidate: Candidate, max_size: int) -> tuple[bytes, FileText] | Skip:
@@ -260,7 +300,9 @@ def read_file(root: Path, candidate: Candidate, max_size: int) -> tuple[bytes, F
     if lowered.endswith(_GENERATED_NAMES):
         return Skip(path, "generated or minified (by name)")
     try:
-        data = (root / path).read_bytes()
+        data = read_inside(root, path, max_size + 1)
+    except _NotHere as exc:
+        return Skip(path, str(exc))
     except OSError as exc:
         return Skip(path, f"unreadable ({exc.strerror or exc})")
     if len(data) > max_size:
@@ -275,6 +317,61 @@ def read_file(root: Path, candidate: Candidate, max_size: int) -> tuple[bytes, F
         return Skip(path, "minified or generated (long lines with little whitespace)")
     found = secrets.redact(text, path)
     return data, FileText(found.text, dict(found.counts))
+
+
+class _NotHere(OSError):
+    """The path leads through a symbolic link, or to something that is not a file."""
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# Non-blocking: a FIFO put in a file's place must not hang the indexer in open().
+_FILE_FLAGS = os.O_RDONLY | _NO_FOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_SAFE_OPEN = bool(_NO_FOLLOW) and os.open in os.supports_dir_fd
+
+
+def read_inside(root: Path, path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``root/path``, following no link.
+
+    Each component of ``path`` (repository-relative, ``/``-separated) is opened relative to
+    the previous one with ``O_NOFOLLOW``: a link anywhere on the way, even one created after
+    the path was listed, fails the read instead of leading elsewhere.
+
+    :raises OSError: unreadable; ``_NotHere`` (a subclass) for a link or a non-file.
+    """
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise _NotHere(f"not a plain relative path ({path!r})")
+    if not _SAFE_OPEN:  # no O_NOFOLLOW or dir_fd (Windows): resolve and compare instead
+        full = root.joinpath(*parts)
+        if full.resolve() != root.resolve().joinpath(*parts):
+            raise _NotHere("a symbolic link on the path (not followed)")
+        with open(full, "rb") as plain:
+            return plain.read(limit)
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            try:
+                inner = os.open(part, _DIR_FLAGS | _NO_FOLLOW, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _NotHere("a parent folder is a symbolic link now (not followed)") from exc
+                raise
+            os.close(fd)
+            fd = inner
+        try:
+            opened = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _NotHere("a symbolic link now (not followed)") from exc
+            raise
+    finally:
+        os.close(fd)
+    with os.fdopen(opened, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            raise _NotHere("not a regular file now")
+        data: bytes = stream.read(limit)
+        return data
 
 
 def _minified(text: str) -> bool:

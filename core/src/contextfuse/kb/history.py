@@ -24,6 +24,7 @@ from pathlib import Path
 import attrs
 
 from contextfuse.backends import Commit, FileChange, SearchHit
+from contextfuse.kb import secrets
 from contextfuse.kb.store import Database
 from contextfuse.kb.terms import STOPWORDS, parts_text, path_terms, weighted_query_terms
 
@@ -178,7 +179,8 @@ def _parse_log(out: bytes) -> Iterator[_Parsed]:
         if len(fields) < 5:
             continue
         sha, timestamp, author, message, patch = fields
-        yield _parse_patch(_Parsed(sha, int(timestamp), author, message.strip(), {}, {}), patch)
+        message = secrets.redact(message.strip()).text  # a pasted token is a secret too
+        yield _parse_patch(_Parsed(sha, int(timestamp), author, message, {}, {}), patch)
 
 
 def _parse_patch(commit: _Parsed, patch: str) -> _Parsed:
@@ -186,6 +188,10 @@ def _parse_patch(commit: _Parsed, patch: str) -> _Parsed:
 
     String methods and regular expressions over whole sections (C speed): a release commit's
     patch can be tens of megabytes.
+
+    Nothing of a secret reaches the summary: a file that is a secret by name (``.env``)
+    gives only its line counts, and the other files' changed lines and hunk headers are
+    redacted like the files themselves before any word is taken from them.
     """
     words = commit.words
     for section in f"\n{patch}".split("\ndiff --git ")[1:]:
@@ -198,18 +204,31 @@ def _parse_patch(commit: _Parsed, patch: str) -> _Parsed:
         change = commit.changes.setdefault(path, _Change())
         change.added += hunks.count("\n+")
         change.removed += hunks.count("\n-")
+        if secrets.secret_file_reason(path) or not hunks:
+            continue
         for context in _HUNK.findall(hunks):
-            name = _symbol(context)
+            name = _symbol(secrets.redact(context, path).text)
             if name and len(change.symbols) < MAX_FILE_SYMBOLS:
                 change.symbols[name] = None
                 words.update(dict.fromkeys(_WORDS.findall(name)))
-        if len(words) < MAX_DIFF_WORDS and hunks:
-            changed = hunks[:_DIFF_WORDS_CHARS].replace(_NO_NEWLINE, "")
-            for word in _WORDS.findall(_HUNK.sub("", changed)):
+        if len(words) < MAX_DIFF_WORDS:
+            changed = _changed_lines(hunks[:_DIFF_WORDS_CHARS])
+            for word in _WORDS.findall(secrets.redact(changed, path).text):
                 words[word] = None
                 if len(words) >= MAX_DIFF_WORDS:
                     break
     return commit
+
+
+def _changed_lines(hunks: str) -> str:
+    """The text of a diff's added and removed lines, without their ``+``/``-`` marks.
+
+    As the file holds them, so the redaction reads them as it reads the file (an
+    assignment at the start of a line, a key block over several lines).
+    """
+    return "\n".join(
+        line[1:] for line in hunks.split("\n") if line[:1] in ("+", "-") and line != _NO_NEWLINE
+    )
 
 
 def _diff_path(line: str) -> str:

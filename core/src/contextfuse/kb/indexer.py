@@ -8,7 +8,6 @@ that commit, each in its own transactions, so one that fails leaves the index us
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 import os
@@ -44,9 +43,11 @@ from contextfuse.kb.process import (
     Outcome,
     Todo,
     Unchanged,
+    index_lock,
     paused_gc,
     process_batch,
     process_file,
+    worker_started,
 )
 from contextfuse.kb.store import DB_NAME, Database, remove_index, reset_schema
 from contextfuse.kb.text import SQLiteTextBackend
@@ -238,11 +239,13 @@ def build_index(
     index_dir = (index_dir or root / DEFAULT_INDEX_DIR).resolve()
     prepare_index_dir(index_dir, root)
     tokenizer = tokenizer or default_tokenizer()
-    with _exclusive(index_dir / "index.lock"):
+    lock_notes: list[str] = []
+    with index_lock(index_dir / "index.lock", lock_notes):
         db = _open_for_write(index_dir / DB_NAME, rebuild)
         try:
             run = _Run(root, index_dir, db, tokenizer, progress, max_file_size, workers)
             stats = run.execute(rebuild)
+            stats.notes[:0] = lock_notes
             run.contribute(stats, contributors)
             run.finish(stats)
         except sqlite3.DatabaseError as exc:  # e.g. a page of the file is damaged
@@ -262,26 +265,6 @@ def prepare_index_dir(index_dir: Path, root: Path) -> None:
     ignore = index_dir / ".gitignore"
     if index_dir.is_relative_to(root) and not ignore.exists():
         ignore.write_text("# created by contextfuse: the index is not part of the repository\n*\n")
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """One index run at a time per index (a second one waits for the first)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: SQLite's own locking still serialises the writes
-        yield
-        return
-    try:
-        handle = open(lock_path, "a+b")  # noqa: SIM115 (closed below, after the unlock)
-    except OSError as exc:
-        raise KnowledgeBaseError(f"cannot lock the index ({lock_path}): {exc}") from exc
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _open_for_write(path: Path, rebuild: bool) -> Database:
@@ -535,7 +518,9 @@ class _Run:
         workers = min(workers, _MAX_WORKERS)
         done = 0
         try:
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            with ProcessPoolExecutor(
+                workers, mp_context=context, initializer=worker_started, initargs=(os.getpid(),)
+            ) as pool:
                 queue: deque[Future[list[Outcome]]] = deque()
 
                 def submit() -> None:

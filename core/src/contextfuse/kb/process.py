@@ -7,13 +7,18 @@ processes (parsing is pure Python, bound by one core per process).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import hashlib
+import os
+import signal
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import attrs
 
+from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import files as discovery
 from contextfuse.kb.links import extract_facts
 from contextfuse.kb.parse import parse
@@ -26,9 +31,12 @@ __all__ = [
     "Outcome",
     "Todo",
     "Unchanged",
+    "index_lock",
+    "lock_holder",
     "paused_gc",
     "process_batch",
     "process_file",
+    "worker_started",
 ]
 
 
@@ -108,6 +116,72 @@ def process_batch(
     """:func:`process_file` for several files (the unit of work of a worker process)."""
     with paused_gc():
         return [process_file(root, project, item, max_size, tokenizer) for item in items]
+
+
+def worker_started(parent: int) -> None:
+    """Initializer of a worker process: die with the indexer that started it.
+
+    A worker killed with its parent never outlives it: on Linux the kernel sends it SIGKILL
+    when the parent dies (``PR_SET_PDEATHSIG``); a parent already gone when this runs (it died
+    between the fork and here) ends the worker at once. Forked workers share the parent's
+    open files, the index lock's included: an orphan would hold the lock forever.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl: the check below still covers a gone parent
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+@contextlib.contextmanager
+def index_lock(path: Path, notes: list[str]) -> Iterator[None]:
+    """One index run at a time per index; a second one waits for the first.
+
+    The holder writes its process id into the lock file and empties it when done. The lock
+    itself (``flock``) goes with its holder's death, so finding a process id there when the
+    lock is taken means a run was killed: the lock is taken over and ``notes`` says so.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: SQLite's own locking still serialises the writes
+        yield
+        return
+    try:
+        handle = open(path, "a+b")  # noqa: SIM115 (closed below, after the unlock)
+    except OSError as exc:
+        raise KnowledgeBaseError(f"cannot lock the index ({path}): {exc}") from exc
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            handle.seek(0)
+            holder = handle.read().decode("ascii", "replace").strip()
+            if holder and holder != str(os.getpid()):
+                notes.append(
+                    f"the index lock was held by process {holder}, which ended without "
+                    "releasing it (killed?); it was taken over"
+                )
+            handle.truncate(0)
+            handle.write(str(os.getpid()).encode())
+            handle.flush()
+            yield
+        finally:
+            handle.truncate(0)
+            handle.flush()
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def lock_holder(path: Path) -> str:
+    """The process id written in a lock file (empty: none, or unreadable)."""
+    try:
+        return path.read_text("ascii", "replace").strip()
+    except OSError:
+        return ""
 
 
 @contextlib.contextmanager

@@ -46,6 +46,15 @@ _SECRET_NAMES = (
     "service-account*.json",
     "*.tfstate",
     "*.tfvars",
+    ".envrc",
+    "*.envrc",
+    ".htpasswd",
+    ".boto",
+    ".s3cfg",
+    ".vault-token",
+    ".dockercfg",
+    "kubeconfig",
+    "*.kdbx",
 )
 # Templates of secret files document the variables, not their values; they are still scanned.
 _TEMPLATE_SUFFIXES = (".example", ".sample", ".template", ".dist", ".defaults")
@@ -64,10 +73,17 @@ def secret_file_reason(path: str) -> str | None:
 
 # Tokens and keys with a recognisable shape, each found from a literal hint (lower-cased).
 _TOKENS = {
+    # To its END line, or to the end of the text when cut short (a diff read in part).
     "private-key": (
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-        r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
         ("-----begin",),
+    ),
+    "webhook-url": (
+        r"https://(?:hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{8,}"
+        r"|(?:discord|discordapp)\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{8,}"
+        r"|[a-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/_-]{8,})",
+        ("hooks.slack.com", "/api/webhooks/", "webhook.office.com"),
     ),
     "aws-access-key": (
         r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA)[0-9A-Z]{16}\b",
@@ -105,6 +121,35 @@ _CONFIG_ASSIGNMENT = re.compile(
     re.MULTILINE,
 )
 _CONFIG_SUFFIXES = (".ini", ".cfg", ".conf", ".properties", ".yaml", ".yml", ".env")
+# An environment-style name (capitals) ending in a secret word, and its value, in any file:
+# ``export API_TOKEN=...``, ``PGPASSWORD=... psql``, compose's ``- POSTGRES_PASSWORD=...``.
+# Such a name says the value is a secret, random-looking or not. A name starts only where a
+# run of capitals starts (no retry inside a long run), and an unquoted value must end where
+# a shell word ends, so ``SECRET_KEY = os.environ[...]`` or ``get_token()`` is code, kept.
+_ENV_SECRET_NAME = (
+    r"(?<![A-Za-z0-9_])(?:[A-Z][A-Z0-9_]*)?(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN|"
+    r"API_?KEY|ACCESS_KEY|SECRET_KEY|PRIVATE_KEY|AUTH_KEY|MASTER_KEY|SIGNING_KEY|"
+    r"ENCRYPTION_KEY|CREDENTIALS?)[0-9]*(?![A-Za-z0-9_])"
+)
+_SECRET_VALUE = (
+    r"(?:(?P<quote>['\"])(?P<quoted>[^'\"\s]{4,256})(?P=quote)"
+    r"|(?P<bare>[^\s'\"`;#,(){}\[\]<>]{4,256})(?=[\s;,'\"]|$))"
+)
+_ENV_ASSIGNMENT = re.compile(
+    _ENV_SECRET_NAME + r"['\"]?[ \t]*(?:=|:[ \t])[ \t]*" + _SECRET_VALUE, re.MULTILINE
+)
+# Kubernetes and similar: ``- name: DB_PASSWORD`` with ``value: ...`` on the next line.
+_NAMED_VALUE = re.compile(
+    r"name:[ \t]*['\"]?" + _ENV_SECRET_NAME + r"['\"]?[ \t]*\n[ \t]*value:[ \t]*" + _SECRET_VALUE,
+    re.MULTILINE,
+)
+# ``key=value`` connection strings (libpq, ODBC, JDBC, command-line flags):
+# ``password=...;``, ``Pwd=...``, ``--password=...``. The value must end where such a
+# string's value ends: ``password=password_var,`` in a call is code.
+_PAIR_PASSWORD = re.compile(
+    r"(?i)(?<![\w.])(?:password|passwd|pwd)[ \t]*=[ \t]*"
+    r"(?P<bare>[^\s'\"`;#,(){}\[\]<>]{4,256})(?=[\s;'\"]|$)"
+)
 # ``scheme://user:password@host``: the password goes, the user and host stay readable.
 _URL_PASSWORD = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@'\"]+:(?P<value>[^\s@/'\"]+)@")
 _PLACEHOLDER = re.compile(
@@ -159,9 +204,9 @@ def _spans(text: str, lowered: str, hints: tuple[str, ...]) -> list[tuple[int, i
         while index != -1:
             start = text.rfind("\n", 0, index) + 1
             stop = index
-            if hint == "-----begin":  # a key block runs to its END line
+            if hint == "-----begin":  # a key block runs to its END line, or to the end
                 end_marker = lowered.find("-----end", index)
-                stop = end_marker if end_marker != -1 else index
+                stop = end_marker if end_marker != -1 else len(text)
             end = text.find("\n", stop)
             end = len(text) if end == -1 else end
             spans.append((start, end))
@@ -174,6 +219,14 @@ def _spans(text: str, lowered: str, hints: tuple[str, ...]) -> list[tuple[int, i
         else:
             merged.append((start, end))
     return merged
+
+
+def _add_value(found: list[tuple[int, int, str]], match: re.Match[str], kind: str) -> None:
+    """Record the value of an assignment (quoted or bare) unless it is a placeholder."""
+    group = "quoted" if match.groupdict().get("quoted") else "bare"
+    value = match.group(group)
+    if value and not _PLACEHOLDER.match(value) and not _DOTTED_NAME.match(value):
+        found.append((*match.span(group), kind))
 
 
 def redact(text: str, path: str = "") -> Redaction:
@@ -196,6 +249,15 @@ def redact(text: str, path: str = "") -> Redaction:
             for match in _CONFIG_ASSIGNMENT.finditer(text, start, end):
                 if not _PLACEHOLDER.match(match.group("value")):
                     found.append((*match.span("value"), "password"))
+        for match in _ENV_ASSIGNMENT.finditer(text, start, end):
+            _add_value(found, match, "env-secret")
+        for match in _PAIR_PASSWORD.finditer(text, start, end):
+            _add_value(found, match, "password")
+        following = text.find("\n", end + 1)  # the value line under ``name: X_PASSWORD``
+        for match in _NAMED_VALUE.finditer(
+            text, start, len(text) if following == -1 else following
+        ):
+            _add_value(found, match, "env-secret")
     for start, end in _spans(text, lowered, ("://",)):
         for match in _URL_PASSWORD.finditer(text, start, end):
             if not _PLACEHOLDER.match(match.group("value")):

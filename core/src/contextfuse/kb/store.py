@@ -33,13 +33,16 @@ __all__ = [
 
 APPLICATION_ID = 0x43465553  # "CFUS"
 #: Bump on any change to the tables or to what full-text search indexes (``terms``, ``render``):
-#: deletions from the contentless FTS table replay the indexed text.
-SCHEMA_VERSION = 2
+#: deletions from the contentless FTS table replay the indexed text. Version 3: history and
+#: files redacted more thoroughly (an index of version 2 may hold secrets: it is rebuilt).
+SCHEMA_VERSION = 3
 DB_NAME = "index.db"
 #: Tables whose name starts with this belong to the plan store, which has its own schema
 #: version (``kb/plans.py``); a rebuild of the index keeps them.
 KEPT_PREFIX = "plan_"
 _BUSY_TIMEOUT_MS = 30_000
+#: SQLite virtual-machine steps between two checks of whether the index was closed.
+_PROGRESS_STEPS = 10_000
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -161,14 +164,24 @@ class Database:
     """The index file, with one connection per thread (strategies run in threads).
 
     Reads go through :meth:`read` so that a corrupt file surfaces as KnowledgeBaseError.
+
+    A connection belongs to the thread that opened it. :meth:`close` closes the calling
+    thread's connection at once; another thread's is interrupted (a query it runs stops with
+    an error) and closed when that thread lets go of it, never under its feet: closing a
+    SQLite connection while another thread steps a statement on it crashes the interpreter,
+    and a strategy that outlived its deadline may still be reading when a refresh closes
+    the index.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        self._connections: list[tuple[int, sqlite3.Connection]] = []  # (owner thread, conn)
         self._lock = threading.Lock()
         self._closed = False
+        # Checked by every connection's progress handler: a statement that starts (or runs)
+        # after close() stops within a few thousand SQLite instructions.
+        self._closing = threading.Event()
 
     # ---- connections -----------------------------------------------------------------------
 
@@ -179,25 +192,43 @@ class Database:
             if self._closed:
                 raise KnowledgeBaseError(f"the index {self.path} is closed")
             conn = _connect(self.path)
+            conn.set_progress_handler(self._closing.is_set, _PROGRESS_STEPS)
             self._local.conn = conn
             with self._lock:
-                self._connections.append(conn)
+                self._connections.append((threading.get_ident(), conn))
         return conn
 
     def close(self) -> None:
-        """Close every connection this object opened."""
+        """Close this thread's connection; stop and release the other threads' ones.
+
+        Another thread's connection is interrupted (``sqlite3_interrupt`` is safe across
+        threads) and this object drops its references: the connection is closed when its
+        thread is done with it (the last reference goes), not while it runs a statement.
+        """
+        me = threading.get_ident()
+        self._closing.set()
         with self._lock:
             self._closed = True
-            for conn in self._connections:
+            connections, self._connections = self._connections, []
+            local, self._local = self._local, threading.local()
+        for owner, conn in connections:
+            if owner == me:
                 conn.close()
-            self._connections.clear()
-        self._local = threading.local()
+            else:
+                conn.interrupt()
+        # Idle threads' connections go with their thread-local slot, here and now.
+        del local, connections
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         """Run a query and return all rows."""
         try:
             return self.connection().execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             raise self.error(exc) from exc
 
     @contextmanager
@@ -213,7 +244,7 @@ class Database:
                 yield conn
             finally:
                 conn.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             raise self.error(exc) from exc
 
     def data_version(self) -> int:
@@ -222,6 +253,8 @@ class Database:
 
     def error(self, exc: BaseException) -> KnowledgeBaseError:
         """A KnowledgeBaseError naming the file, the cause and the way out."""
+        if self._closed:  # interrupted by close(), or a statement on a closed connection
+            return KnowledgeBaseError(f"the index {self.path} was closed while it was read")
         return KnowledgeBaseError(
             f"the index {self.path} cannot be read ({exc}); "
             "rebuild it with `contextfuse index --rebuild`"

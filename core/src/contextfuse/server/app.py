@@ -16,11 +16,17 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contextfuse.compaction import CompactRequest, PolicyError, compact
-from contextfuse.errors import ConfigError, KnowledgeBaseError, UnknownStrategyError
+from contextfuse.errors import (
+    ConfigError,
+    KnowledgeBaseError,
+    UnknownPlanError,
+    UnknownStrategyError,
+)
 from contextfuse.flow.provider import ModelProvider
-from contextfuse.server.guards import ASGIApp, BearerTokenGuard, BodySizeLimit
+from contextfuse.server.guards import ASGIApp, BearerTokenGuard, BodySizeLimit, HostGuard
+from contextfuse.server.pages import PublicPages
 from contextfuse.server.projects import ProjectPool, WarmProject
-from contextfuse.server.schemas import AssembleRequest
+from contextfuse.server.schemas import ERROR_RESPONSES, AssembleRequest
 from contextfuse.server.settings import PROJECT_NAME_PATTERN, ServerSettings
 
 __all__ = ["build_asgi", "create_app"]
@@ -51,6 +57,10 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
         summary="Context assembly and transcript compaction for LLM agents.",
         version=_version(),
         lifespan=lifespan,
+        responses=ERROR_RESPONSES,  # the error bodies as sent (422: field/rule/message)
+        # The docs page is served from the package's own assets (server/pages.py), not a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
 
     @app.exception_handler(RequestValidationError)
@@ -89,8 +99,9 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
             )
         return project
 
+    # On the event loop, not a worker thread: it answers while every thread is busy.
     @app.get("/healthz", summary="Liveness and the projects served.")
-    def healthz() -> dict[str, Any]:
+    async def healthz() -> dict[str, Any]:
         return {"status": "ok", "projects": list(pool.names())}
 
     @app.get("/v1/strategies", summary="Every strategy, judged against each served index.")
@@ -114,6 +125,8 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
             )
         except UnknownStrategyError as exc:
             raise _Invalid("strategies", "known_strategy", str(exc)) from exc
+        except UnknownPlanError as exc:
+            raise _Invalid("plan_id", "known_plan", str(exc)) from exc
         except ConfigError as exc:
             raise _Invalid("strategies", "usable_strategy", str(exc)) from exc
         return JSONResponse(payload.model_dump(mode="json"))
@@ -131,11 +144,18 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
 def build_asgi(
     settings: ServerSettings, pool: ProjectPool, providers: Mapping[str, ModelProvider]
 ) -> ASGIApp:
-    """The app behind its guards: the token (when set) and the body size limit."""
+    """The app behind its guards: the token (when set), else the Host check, and the body
+    size limit.
+
+    The pages (the explorer, the API docs) and their assets answer without the token: they
+    hold no data and ask for the token themselves. Without a token the Host check covers
+    them too.
+    """
     app: ASGIApp = BodySizeLimit(create_app(pool, providers), settings.max_body_bytes)
     if settings.token:
-        app = BearerTokenGuard(app, settings.token)
-    return app
+        return PublicPages(BearerTokenGuard(app, settings.token))
+    # No token: only loopback names (DNS rebinding), see HostGuard.
+    return HostGuard(PublicPages(app), frozenset(settings.allowed_hosts))
 
 
 def _version() -> str:

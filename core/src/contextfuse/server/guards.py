@@ -1,4 +1,4 @@
-"""ASGI guards in front of the app: the bearer token and the request body size limit.
+"""ASGI guards in front of the app: the Host name, the bearer token and the body size limit.
 
 Both are plain ASGI middleware so they run before any routing or body parsing.
 """
@@ -6,11 +6,12 @@ Both are plain ASGI middleware so they run before any routing or body parsing.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["BearerTokenGuard", "BodySizeLimit"]
+__all__ = ["BearerTokenGuard", "BodySizeLimit", "HostGuard", "host_allowed"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -59,6 +60,57 @@ class BearerTokenGuard:
                 401,
                 "missing or wrong bearer token",
                 [(b"www-authenticate", b'Bearer realm="contextfuse"')],
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+def host_allowed(host: str, extra: frozenset[str] = frozenset()) -> bool:
+    """True for a loopback name (``localhost``, 127.0.0.0/8, ``::1``) or one of ``extra``.
+
+    ``host`` is a ``Host`` header: a name or address, with an optional port.
+    """
+    name = host.strip().lower()
+    if name.startswith("["):  # [::1]:8765
+        name = name[1 : name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.split(":", 1)[0]
+    name = name.rstrip(".")
+    if name in extra or name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class HostGuard:
+    """Answer 403 unless the ``Host`` header names this machine's loopback (or ``allowed``).
+
+    A server without a token trusts whoever reaches it on loopback; a web page can reach it
+    too by pointing a name it controls at 127.0.0.1 (DNS rebinding), and then its requests
+    carry that name as ``Host``. Refusing other names closes that door.
+    """
+
+    def __init__(self, app: ASGIApp, allowed: frozenset[str] = frozenset()) -> None:
+        self.app = app
+        self._allowed = frozenset(name.lower() for name in allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = ""
+        for key, value in scope.get("headers", ()):
+            if key == b"host":
+                host = value.decode("latin-1")
+        if not host_allowed(host, self._allowed):
+            await _reply(
+                send,
+                403,
+                f"host {host[:100]!r} is not allowed: a server without a token answers only "
+                "loopback names (localhost, 127.0.0.1, [::1]) and the configured allowed_hosts",
+                [],
             )
             return
         await self.app(scope, receive, send)

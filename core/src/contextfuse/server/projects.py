@@ -16,6 +16,8 @@ from typing import Any
 
 from contextfuse.assembler import ContextAssembler
 from contextfuse.config import load_config
+from contextfuse.errors import KnowledgeBaseError
+from contextfuse.kb.files import inside_repository
 from contextfuse.models import ContextPayload
 
 __all__ = ["ProjectPool", "ReadWriteLock", "WarmProject"]
@@ -130,6 +132,35 @@ class WarmProject:
             return rows
         finally:
             self._lock.release_read()
+
+    def file_paths(self) -> list[str]:
+        """Repository-relative paths of the indexed files."""
+        self._lock.acquire_read()
+        try:
+            return [node.path for node in self.assembler.backends.nodes.files()]
+        finally:
+            self._lock.release_read()
+
+    def read_file(self, path: str) -> str:
+        """The indexed (redacted) text of the file at ``path``, repository-relative.
+
+        Refused when the path leads through a symbolic link now, whatever the index holds.
+
+        :raises KnowledgeBaseError: the path is not served (not indexed, or behind a link).
+        """
+        if not inside_repository(self.repo, path):
+            raise KnowledgeBaseError(f"{path} is not a file of project {self.name}")
+        self._lock.acquire_read()
+        try:
+            nodes = self.assembler.backends.nodes
+            uri = f"project://{nodes.project}/{path}"
+            renderings = nodes.get_renderings([uri]).get(uri, {})
+        finally:
+            self._lock.release_read()
+        if not renderings:
+            raise KnowledgeBaseError(f"{path} is not in the index of project {self.name}")
+        content: str = renderings[max(renderings)].content
+        return content
 
     def close(self) -> None:
         """Close the index."""

@@ -253,7 +253,7 @@ def _worker_main(data: dict[str, Any], sock: socket.socket, locks: str, ready: A
     import uvicorn
 
     from contextfuse.compaction import collect_providers
-    from contextfuse.plugins import make_plugin_manager
+    from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.server.app import build_asgi
     from contextfuse.server.run import configured_providers
 

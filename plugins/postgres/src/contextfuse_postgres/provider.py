@@ -101,10 +101,10 @@ def open_postgres_backends(
 def _contributors(pm: Any) -> list[Any]:
     """The index contributors the plugins of ``pm`` offer (default: the installed plugins)."""
     if pm is None:
-        from contextfuse.plugins import make_plugin_manager
+        from contextfuse.plugin_manager import make_plugin_manager
 
         pm = make_plugin_manager(on_error="warn")
-    return [c for result in pm.hook.contextfuse_index_contributors() for c in result or ()]
+    return [given.item for given in pm.collect("contextfuse_index_contributors")]
 
 
 class PostgresStoreProvider:

@@ -18,16 +18,13 @@ from typing import Any
 import attrs
 
 from contextfuse.backends import BackendSet, FragmentBackend
-from contextfuse.components.coordination.allocator import ProportionalBudgetAllocator
 from contextfuse.components.coordination.config import CoordinatorConfig
-from contextfuse.components.coordination.executor import ParallelStrategyExecutor
 from contextfuse.components.coordination.result import (
     CoordinationResult,
     in_strategy_order,
     succeeded,
 )
 from contextfuse.components.coordination.selector import (
-    ConfidenceWeightedSelector,
     as_confidence,
     describe_error,
     short_repr,
@@ -47,6 +44,7 @@ from contextfuse.models import (
     ContextStrategyResult,
     PlanContext,
 )
+from contextfuse.slots import slot
 from contextfuse.strategy import AnyStrategy, RankingStrategy, V1StrategyAdapter, as_strategy
 
 __all__ = ["StrategyCoordinator"]
@@ -105,9 +103,10 @@ class StrategyCoordinator:
         executor: StrategyExecutor | None = None,
     ) -> None:
         self._config = CoordinatorConfig.coerce(config)
-        self._selector = selector or ConfidenceWeightedSelector(self._config)
-        self._allocator = allocator or ProportionalBudgetAllocator(self._config)
-        self._executor = executor or ParallelStrategyExecutor(self._config)
+        # The defaults are the slot table's (one place names them), built from ``config``.
+        self._selector = selector or slot("strategy_selector").build(self._config)
+        self._allocator = allocator or slot("budget_allocator").build(self._config)
+        self._executor = executor or slot("strategy_executor").build(self._config)
 
     @property
     def config(self) -> CoordinatorConfig:

@@ -108,6 +108,9 @@ class PolicyDepthResolver:
 
     * a file: whole (depth 9) when it takes at most ``policy.whole_file(available)``
       tokens, else its outline (2), for the file map;
+    * a container (a class, an interface, an impl block...) some of whose members are
+      candidates themselves: its signatures (4), so each member is shown on its own
+      (``policy.split_containers``);
     * a header (a file's lines before its first symbol): as it is;
     * anything else (functions, classes, sections, commits, plans...): full source when it
       takes at most ``policy.max_piece(available)`` tokens, else the deepest shallower
@@ -125,13 +128,18 @@ class PolicyDepthResolver:
         self, fragments: Sequence[ContextFragment], budget: ContextBudget
     ) -> DepthResolution:
         first, repeats = group_by_node(fragments)
-        choose, single = self.choosers(budget.available_tokens)
+        choose, single = self.choosers(budget.available_tokens, first)
         return _resolve_groups(first, repeats, dedup=False, choose=choose, single=single)[0]
 
-    def choosers(self, available: int) -> tuple[Chooser, Callable[[ContextFragment], str]]:
-        """The group chooser and the single-rendering reason for a budget of ``available``."""
+    def choosers(
+        self, available: int, nodes: Mapping[str, ContextFragment] | None = None
+    ) -> tuple[Chooser, Callable[[ContextFragment], str]]:
+        """The group chooser and the single-rendering reason for a budget of ``available``;
+        ``nodes``: a fragment of every node being resolved (a container whose members are
+        among them, as relevant as it is or nearly, is split)."""
         piece = self.policy.max_piece(available)
         whole = self.policy.whole_file(available)
+        members = _members(nodes or {}) if self.policy.split_containers else {}
 
         def choose(group: list[ContextFragment]) -> tuple[list[ContextFragment], str]:
             ordered = _sort_by_depth(group)
@@ -140,6 +148,16 @@ class PolicyDepthResolver:
                 return ordered, ""
             kind = head.metadata.get("kind", "")
             limit = whole if kind == "file" else piece
+            count = members.get(head.uko_node, 0) if kind in _CONTAINERS else 0
+            if count:
+                for position, fragment in enumerate(ordered):
+                    if fragment.detail_depth == _SIGNATURES and fragment.token_count <= limit:
+                        reason = (
+                            f"signatures: {count} of its members are candidates themselves, "
+                            "shown on their own"
+                        )
+                        rest = [*ordered[:position], *ordered[position + 1 :]]
+                        return [fragment, *rest], reason
             for position, fragment in enumerate(ordered):
                 if fragment.token_count <= limit and (
                     kind != "file" or fragment.detail_depth in (_FULL, _OUTLINE)
@@ -148,7 +166,7 @@ class PolicyDepthResolver:
                     return [fragment, *ordered[:position], *ordered[position + 1 :]], reason
             shallowest = ordered[-1]
             reason = (
-                f"{_NAMES.get(shallowest.detail_depth, f'depth {shallowest.detail_depth}')}: "
+                f"{DetailDepth.describe(shallowest.detail_depth)}: "
                 f"even its shallowest rendering ({shallowest.token_count} tokens) is more "
                 f"than one piece may take ({limit})"
             )
@@ -157,24 +175,46 @@ class PolicyDepthResolver:
         def single(fragment: ContextFragment) -> str:
             if "role" not in fragment.metadata:
                 return ""
-            name = _NAMES.get(fragment.detail_depth, f"depth {fragment.detail_depth}")
+            name = DetailDepth.describe(fragment.detail_depth)
             return f"{name}: the only rendering it has"
 
         return choose, single
 
 
 _FULL = DetailDepth.FULL_SOURCE
+_SIGNATURES = DetailDepth.SIGNATURES
 _OUTLINE = DetailDepth.OUTLINE
-_NAMES = {
-    DetailDepth.FULL_SOURCE: "full source",
-    DetailDepth.SIGNATURES: "signatures",
-    DetailDepth.OUTLINE: "outline",
-    DetailDepth.MODULE_LISTING: "listing",
-}
+#: Kinds of node whose members are nodes too (a class's methods, an impl block's functions).
+_CONTAINERS = frozenset(
+    {"class", "interface", "struct", "impl", "trait", "enum", "record", "union", "module"}
+)
+
+
+#: A member counts when its relevance is at least this share of its container's.
+_MEMBER_SHARE = 0.5
+
+
+def _members(nodes: Mapping[str, ContextFragment]) -> dict[str, int]:
+    """``{container URI: how many nodes are its members}`` (``f#A`` holds ``f#A.b``), counting
+    the members about as relevant as the container (``_MEMBER_SHARE`` of it at least)."""
+    counts: dict[str, int] = {}
+    for node, fragment in nodes.items():
+        head, sep, symbol = node.partition("#")
+        if not sep or "role" not in fragment.metadata:
+            continue
+        parts = symbol.split(".")
+        for end in range(1, len(parts)):
+            container = f"{head}#{'.'.join(parts[:end])}"
+            outer = nodes.get(container)
+            if outer is not None and (
+                fragment.relevance_score >= _MEMBER_SHARE * outer.relevance_score
+            ):
+                counts[container] = counts.get(container, 0) + 1
+    return counts
 
 
 def _reason(kind: str, chosen: ContextFragment, deepest: ContextFragment, limit: int) -> str:
-    name = _NAMES.get(chosen.detail_depth, f"depth {chosen.detail_depth}")
+    name = DetailDepth.describe(chosen.detail_depth)
     if chosen is deepest:
         if kind == "file" and chosen.detail_depth == _FULL:
             return f"full source: the whole file ({chosen.token_count} tokens) is small"
@@ -197,7 +237,7 @@ def dedup_and_resolve(
     """
     first, repeats = group_by_node(fragments)
     if isinstance(resolver, PolicyDepthResolver):
-        choose, single = resolver.choosers(available)
+        choose, single = resolver.choosers(available, first)
         resolution, removed = _resolve_groups(
             first, repeats, dedup=True, choose=choose, single=single
         )

@@ -23,9 +23,7 @@ from contextfuse.components.fusion.depth import (
 )
 from contextfuse.components.fusion.gc_pause import gc_paused
 from contextfuse.components.fusion.guard import BudgetOverageGuard
-from contextfuse.components.fusion.policy_packer import PolicyPacker
 from contextfuse.components.fusion.result import FusionResult
-from contextfuse.components.fusion.scorer import WeightedCompositeScorer
 from contextfuse.components.protocols import (
     BudgetPacker,
     DetailDepthResolver,
@@ -35,6 +33,7 @@ from contextfuse.components.protocols import (
     KeyedScorer,
 )
 from contextfuse.models import ContextBudget, ContextFragment, PlanContext
+from contextfuse.slots import slot
 
 
 def _has_own(component: object, method: str) -> bool:
@@ -77,12 +76,13 @@ class FusionEngine:
         self.config = config if config is not None else FusionConfig()
         self.pause_gc = pause_gc
         cfg = self.config
-        self.deduplicator: FragmentDeduplicator = deduplicator or ContentHashDedup()
-        self.resolver: DetailDepthResolver = resolver or PolicyDepthResolver(cfg.packing)
-        self.scorer: FragmentScorer = scorer or WeightedCompositeScorer(cfg.scorer_weights)
-        self.packer: BudgetPacker = packer or PolicyPacker(
-            cfg.depth_fallback_steps, cfg.min_fragment_tokens, cfg.packing
-        )
+        # The defaults are the slot table's (one place names them), built from ``config``.
+        self.deduplicator: FragmentDeduplicator = deduplicator or slot(
+            "fragment_deduplicator"
+        ).build(cfg)
+        self.resolver: DetailDepthResolver = resolver or slot("detail_depth_resolver").build(cfg)
+        self.scorer: FragmentScorer = scorer or slot("fragment_scorer").build(cfg)
+        self.packer: BudgetPacker = packer or slot("budget_packer").build(cfg)
         self.guard = guard or BudgetOverageGuard(enabled=cfg.overage_guard_enabled)
 
     def fuse(

@@ -71,14 +71,31 @@ class PackingPolicy(BaseModel):
         description="The largest share of the budget one file outline may take in the map.",
     )
     map_files: int = Field(default=60, ge=0, description="At most this many files in the map.")
+    map_types_from_best: int = Field(
+        default=10,
+        ge=0,
+        description=(
+            "The map shows files of the resource types (code, documentation, config, text) "
+            "found among this many best candidates, so a code question gets code files, not "
+            "licences and changelogs that share its words (0: every type)."
+        ),
+    )
     max_fragments: int | None = Field(
         default=100,
         ge=1,
         description=(
-            "At most this many fragments in a payload (None: no cap). When the cap ends the "
-            "selection below spend_target, the best files are shown whole in place of their "
-            "parts, and --explain says the cap ended it."
+            "The fragment cap at small budgets (None: no cap): a payload holds at most "
+            "max(max_fragments, budget // tokens_per_fragment) fragments, so that a large "
+            "budget is ended by the budget, not the cap. When the selection ends below "
+            "spend_target (the cap reached, or no candidate left that fits), the files with "
+            "the most evidence are shown whole in place of their parts; --explain says what "
+            "ended it."
         ),
+    )
+    tokens_per_fragment: int = Field(
+        default=500,
+        ge=1,
+        description="The cap grows by one fragment per this many tokens of budget.",
     )
     map_slot_share: float = Field(
         default=0.5,
@@ -108,10 +125,21 @@ class PackingPolicy(BaseModel):
         ),
     )
     spend_target: float = Field(
-        default=0.9,
+        default=0.95,
         ge=0.0,
         le=1.0,
-        description="Below this share spent when the fragment cap is reached, files go whole.",
+        description=(
+            "When the selection ends below this share of the budget spent, the best files "
+            "are shown whole in place of their parts."
+        ),
+    )
+    split_containers: bool = Field(
+        default=False,
+        description=(
+            "A class (or interface, impl block...) some of whose members are candidates "
+            "themselves is resolved to its signatures, its members shown on their own: the "
+            "method that answers, not the whole class."
+        ),
     )
     code_kinds: tuple[str, ...] = Field(
         default=DEFAULT_CODE_KINDS,
@@ -121,6 +149,12 @@ class PackingPolicy(BaseModel):
     def max_piece(self, available: int) -> int:
         """The most tokens one full-source fragment may take of ``available``."""
         return max(1, int(available * self.max_piece_share))
+
+    def fragment_cap(self, available: int) -> int | None:
+        """The most fragments a payload of ``available`` tokens may hold (None: no cap)."""
+        if self.max_fragments is None:
+            return None
+        return max(self.max_fragments, available // self.tokens_per_fragment)
 
     def whole_file(self, available: int) -> int:
         """The most tokens a file shown whole may take of ``available``."""

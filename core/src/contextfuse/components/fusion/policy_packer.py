@@ -17,9 +17,9 @@ from the knowledge base) it spends the budget in passes:
 2. **map**: the outline of the best files not shown yet (a file is as good as its best
    candidate), up to ``map_files`` and within the budget;
 3. **code** again with what the map left;
-4. **whole files**: when the fragment cap ends the selection below ``spend_target`` of the
-   budget, the files with the most evidence are shown whole in place of their parts, and
-   code gets what is left.
+4. **whole files**: when the selection ends below ``spend_target`` of the budget (the
+   fragment cap reached, or no candidate left that fits), the files with the most evidence
+   are shown whole in place of their parts, and code gets what is left.
 
 Other fragments (the v1 API, fragment strategies) are packed as ``GreedyKnapsackPacker``
 packs them: greedily in score order, falling back to shallower renderings.
@@ -65,17 +65,6 @@ class PolicyPacker(GreedyKnapsackPacker):
     ) -> None:
         super().__init__(depth_fallback_steps, min_fragment_tokens)
         self.policy = policy if policy is not None else PackingPolicy()
-
-    def pack(
-        self,
-        scored_fragments: Sequence[ScoredFragment],
-        budget: int,
-        detail_level_maps: Mapping[str, Sequence[ContextFragment]],
-    ) -> PackResult:
-        items = list(scored_fragments)
-        keys = [(*pack_order_key(s), i) for i, s in enumerate(items)]
-        keys.sort()
-        return self.pack_keyed(items, keys, budget, detail_level_maps)
 
     def pack_keyed(
         self,
@@ -140,7 +129,7 @@ class _PolicyRun:
         self.fallbacks: dict[str, tuple[int, int]] = {}
         self.notes: dict[str, str] = {}
         self.left_out: dict[str, str] = {}  # node -> why the packer passed it over
-        self.cap = policy.max_fragments
+        self.cap = policy.fragment_cap(available)
         self.capped = False
 
     # ---- the passes -----------------------------------------------------------------------
@@ -155,7 +144,8 @@ class _PolicyRun:
         self._spend_on_code(code_order, code_budget, cap - map_slots if cap else None)
         self._spend_on_map(available)
         self._spend_on_code(code_order, available, cap)
-        if cap and len(self.chosen) >= cap and self.used < available * policy.spend_target:
+        if self.used < available * policy.spend_target:
+            # The cap or the candidates ended it early: whole files in place of their parts.
             self._upgrade_to_whole_files(available)
             self._spend_on_code(code_order, available, cap)
         return self._result()
@@ -210,7 +200,7 @@ class _PolicyRun:
         note = (
             ""
             if deeper is item.fragment
-            else (f"{_depth_name(deeper.detail_depth)}: the deeper rendering did not fit")
+            else (f"{DetailDepth.describe(deeper.detail_depth)}: the deeper rendering did not fit")
         )
         self._take(item, deeper, note)
 
@@ -273,7 +263,8 @@ class _PolicyRun:
                 choice = self._shallower(node, choice.detail_depth, limit - self.used)
                 if choice is None:
                     continue
-                note = f"{_depth_name(choice.detail_depth)}: the deeper rendering did not fit"
+                depth = DetailDepth.describe(choice.detail_depth)
+                note = f"{depth}: the deeper rendering did not fit"
             self._take(item, choice, note)
             header = self.headers.get(file_uri)
             if (
@@ -303,6 +294,7 @@ class _PolicyRun:
     def _spend_on_map(self, limit: int) -> None:
         policy = self.policy
         max_outline = max(1, int(self.available * policy.max_outline_share))
+        wanted = self._map_types()
         mapped = 0
         for file_uri, _ in sorted(self.file_score.items(), key=lambda kv: (-kv[1], kv[0])):
             if mapped >= policy.map_files or self.used >= limit or self._full(self.cap):
@@ -313,6 +305,9 @@ class _PolicyRun:
             outline = self._rendering(file_uri, _OUTLINE) if item is not None else None
             if item is None or outline is None or outline.token_count > max_outline:
                 continue
+            if wanted is not None and outline.provenance.resource_type not in wanted:
+                self.left_out[file_uri] = "not the kind of file the request is about"
+                continue
             if self.used + outline.token_count > limit:
                 self.left_out[file_uri] = "did not fit"
             else:
@@ -320,13 +315,26 @@ class _PolicyRun:
                 self._take(item, outline, note)
                 mapped += 1
 
+    def _map_types(self) -> set[str] | None:
+        """The resource types the map shows: those of the best candidates (None: any).
+
+        A question about code gets a map of code files, not of licences and changelogs that
+        share its words; one whose best candidates are documentation gets documents too.
+        """
+        best = self.policy.map_types_from_best
+        if not best:
+            return None
+        stored = [c for c in self.candidates if _in_store(c.fragment)][:best]
+        return {c.fragment.provenance.resource_type for c in stored}
+
     def _upgrade_to_whole_files(self, limit: int) -> None:
         piece = self.policy.max_piece(self.available)
         for file_uri, _ in sorted(self.file_evidence.items(), key=lambda kv: (-kv[1], kv[0])):
             if self.used >= limit * self.policy.spend_target:
                 return
             item = self.files.get(file_uri)
-            if file_uri not in self.spans or item is None:
+            shown_at_all = file_uri in self.spans or file_uri in self.mapped
+            if not shown_at_all or item is None:
                 continue
             whole = self._rendering(file_uri, _FULL)
             parts = [s for s in self.chosen if _file_of(s.fragment) == file_uri]
@@ -406,10 +414,10 @@ class _PolicyRun:
     def _result(self) -> PackResult:
         kept = {s.uko_node for s in self.chosen}
         omitted = tuple(s for s in self.items if s.uko_node not in kept)
-        if self.capped:
-            stopped_by = "fragment cap"
-        elif self.used >= self.available * self.policy.spend_target:
+        if self.used >= self.available * self.policy.spend_target:
             stopped_by = "budget"
+        elif self.capped:
+            stopped_by = "fragment cap"
         else:
             stopped_by = "candidates"
         return PackResult(
@@ -419,11 +427,6 @@ class _PolicyRun:
             notes={**self.left_out, **self.notes},
             stopped_by=stopped_by,
         )
-
-
-def _depth_name(depth: int) -> str:
-    names = {_FULL: "full source", _SIGNATURES: "signatures", _OUTLINE: "outline", 0: "listing"}
-    return names.get(depth, f"depth {depth}")
 
 
 def _in_store(fragment: ContextFragment) -> bool:

@@ -7,7 +7,7 @@ import pytest
 from contextfuse import StrategyCapabilities, hookimpl
 from contextfuse.errors import PluginConflictError, PluginLoadError
 from contextfuse.hookspecs import COMPONENT_HOOKS
-from contextfuse.plugins import DEFAULTS_PLUGIN_NAME, make_plugin_manager
+from contextfuse.plugin_manager import DEFAULTS_PLUGIN_NAME, make_plugin_manager
 
 
 class Strategy:

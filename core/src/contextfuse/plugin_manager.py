@@ -5,6 +5,10 @@ entry-point group ``contextfuse`` (each entry point names a module or object car
 ``@hookimpl`` functions) or are registered in code with ``pm.register(obj, name=...)``.
 Every entry point is loaded under its own guard, so one broken plugin is reported with its
 distribution, version, entry point and cause while the others still load.
+
+Collecting hooks are called once each through ``pm.hook`` (``pm.collect(name)``), observer
+hooks once each with every observer isolated (``pm.notify(name, ...)``); see
+``contextfuse.hookcalls`` for how each item is attributed to its plugin.
 """
 
 from __future__ import annotations
@@ -12,16 +16,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import attrs
 import importlib_metadata
 import pluggy
 
-from contextfuse import hookspecs
+from contextfuse import hookcalls, hookspecs
 from contextfuse.errors import PluginConflictError, PluginLoadError, StrategyRegistrationError
-from contextfuse.hookspecs import PROJECT_NAME
+from contextfuse.hookcalls import Contribution, ObserverFailure, is_wrapper, wrapper_names
+from contextfuse.hookspecs import COLLECTING_HOOKS, OBSERVER_HOOKS, PROJECT_NAME
 from contextfuse.slots import SLOTS, slot
 
 __all__ = [
@@ -29,6 +34,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "TRACE_ENV",
     "ContextfusePluginManager",
+    "Contribution",
     "LoadedPlugin",
     "PluginFailure",
     "StrategySource",
@@ -101,8 +107,17 @@ class ContextfusePluginManager(pluggy.PluginManager):
         self.loaded: list[LoadedPlugin] = []
         self.failures: list[PluginFailure] = []
         self.component_pins: dict[str, str] = {}
+        self._strategy_owners: dict[str, str] = {}  # strategy name -> plugin, as validated
 
     # ---- registration ---------------------------------------------------------------------
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        """Register ``plugin`` (pluggy's ``register``), its collecting and observer hook
+        implementations made attributable (``contextfuse.hookcalls``)."""
+        plugin_name = super().register(plugin, name)
+        if plugin_name is not None:
+            hookcalls.attribute_implementations(self, plugin, (*COLLECTING_HOOKS, *OBSERVER_HOOKS))
+        return plugin_name
 
     def register_plugin(
         self,
@@ -138,7 +153,7 @@ class ContextfusePluginManager(pluggy.PluginManager):
             self.unregister(plugin)
             raise fail(f"implements unknown hook(s) {unknown}; see contextfuse.hookspecs")
         try:
-            self._validate_strategies(name)
+            self._validate_strategies(plugin, name)
         except Exception as exc:
             self.unregister(plugin)
             raise fail(f"invalid strategy: {exc}", exc) from exc
@@ -146,23 +161,37 @@ class ContextfusePluginManager(pluggy.PluginManager):
         self.loaded.append(record)
         return record
 
-    def _validate_strategies(self, plugin_name: str) -> None:
+    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+        """Unregister a plugin (pluggy's ``unregister``); its strategy names are free again."""
+        removed = super().unregister(plugin, name)
+        self._strategy_owners = {
+            strategy: owner
+            for strategy, owner in self._strategy_owners.items()
+            if self.has_plugin(owner)
+        }
+        return removed
+
+    def _validate_strategies(self, plugin: object, plugin_name: str) -> None:
+        """Check the strategies ``plugin`` contributes, calling only its own implementation
+        (so that wrappers of the hook run once per collection, not per registration)."""
         from contextfuse.strategy import as_strategy
         from contextfuse.validation import validate_strategy
 
-        taken = {s.strategy.name: s.plugin for s in self.strategy_sources(exclude=plugin_name)}
-        for name, caller in self.each_implementation("contextfuse_strategies"):
-            if name != plugin_name:
-                continue
-            for raw in _collected(caller()):
-                strategy = as_strategy(raw)
-                validate_strategy(strategy)
-                if strategy.name in taken:
-                    raise StrategyRegistrationError(
-                        f"strategy name {strategy.name!r} is already provided by plugin "
-                        f"{taken[strategy.name]!r}"
-                    )
-                taken[strategy.name] = plugin_name
+        hook = self.hook.contextfuse_strategies
+        own = [i for i in hook.get_hookimpls() if i.plugin is plugin and not is_wrapper(i)]
+        if not own:
+            return
+        taken = dict(self._strategy_owners)
+        for raw in hookcalls.collect_from(own[0], hook.name):
+            strategy = as_strategy(raw)
+            validate_strategy(strategy)
+            if strategy.name in taken:
+                raise StrategyRegistrationError(
+                    f"strategy name {strategy.name!r} is already provided by plugin "
+                    f"{taken[strategy.name]!r}"
+                )
+            taken[strategy.name] = plugin_name
+        self._strategy_owners = taken
 
     def load_entry_points(
         self,
@@ -204,32 +233,50 @@ class ContextfusePluginManager(pluggy.PluginManager):
 
     # ---- calling hooks ----------------------------------------------------------------------
 
-    def each_implementation(self, hook_name: str) -> Iterator[tuple[str, Any]]:
-        """``(plugin name, caller)`` for each plugin implementing a collecting hook.
+    def collect(self, hook_name: str, **kwargs: Any) -> list[Contribution]:
+        """Call collecting hook ``hook_name`` once through ``pm.hook``; every item it gave,
+        in call order, with the plugin that gave it (``Contribution(item, plugin)``)."""
+        return hookcalls.collect(self, hook_name, **kwargs)
 
-        Each caller is pluggy's subset hook caller holding that plugin's implementation and
-        every wrapper, so wrappers, tracing and ``tryfirst``/``trylast`` apply, and what comes
-        back can be attributed to its plugin (or one failure isolated from the others).
+    def notify(self, hook_name: str, **kwargs: Any) -> list[ObserverFailure]:
+        """Call observer hook ``hook_name`` once through ``pm.hook``.
+
+        An observer that raises is logged with its plugin's name and the others are still
+        called; the failures are returned. A wrapper that raises is logged the same way.
         """
-        hook = getattr(self.hook, hook_name)
-        plain = [impl for impl in hook.get_hookimpls() if not _is_wrapper(impl)]
-        for impl in reversed(plain):  # pluggy calls the last registered first
-            others = [other.plugin for other in plain if other is not impl]
-            yield impl.plugin_name, self.subset_hook_caller(hook_name, remove_plugins=others)
+        try:
+            failures = hookcalls.notify(self, hook_name, **kwargs)
+        except Exception as exc:
+            failures = [ObserverFailure(wrapper_names(self, hook_name), exc)]
+        for failure in failures:
+            log.error(
+                "observer %s failed in %s",
+                failure.plugin,
+                hook_name,
+                exc_info=(type(failure.error), failure.error, failure.error.__traceback__),
+            )
+        return failures
 
     # ---- strategies -------------------------------------------------------------------------
 
-    def strategy_sources(self, *, exclude: str | None = None) -> list[StrategySource]:
-        """Every strategy contributed through ``contextfuse_strategies``, with its plugin."""
+    def strategy_sources(self) -> list[StrategySource]:
+        """Every strategy contributed through ``contextfuse_strategies``, with its plugin.
+
+        :raises StrategyRegistrationError: two plugins contribute strategies of one name.
+        """
         from contextfuse.strategy import as_strategy
 
-        found: list[StrategySource] = []
-        for plugin_name, caller in self.each_implementation("contextfuse_strategies"):
-            if plugin_name == exclude:
-                continue
-            for raw in _collected(caller()):
-                found.append(StrategySource(as_strategy(raw), plugin_name))
-        return found
+        found: dict[str, StrategySource] = {}
+        for given in self.collect("contextfuse_strategies"):
+            source = StrategySource(as_strategy(given.item), given.plugin)
+            name = source.strategy.name
+            if name in found:
+                raise StrategyRegistrationError(
+                    f"strategy name {name!r} is provided by plugins {found[name].plugin!r} and "
+                    f"{source.plugin!r}"
+                )
+            found[name] = source
+        return list(found.values())
 
     # ---- component slots ------------------------------------------------------------------
 
@@ -242,13 +289,13 @@ class ContextfusePluginManager(pluggy.PluginManager):
         return [
             impl.plugin_name
             for impl in hook.get_hookimpls()
-            if impl.plugin_name != DEFAULTS_PLUGIN_NAME and not _is_wrapper(impl)
+            if impl.plugin_name != DEFAULTS_PLUGIN_NAME and not is_wrapper(impl)
         ]
 
     def component_wrappers(self, slot_name: str) -> list[str]:
         """Names of the plugins that wrap the component hook of ``slot_name``."""
         hook = getattr(self.hook, slot(slot_name).hook)
-        return [impl.plugin_name for impl in hook.get_hookimpls() if _is_wrapper(impl)]
+        return [impl.plugin_name for impl in hook.get_hookimpls() if is_wrapper(impl)]
 
     def component_provider(self, slot_name: str) -> str | None:
         """The plugin that fills ``slot_name`` (None: the core default); raises on a conflict."""
@@ -282,7 +329,7 @@ class ContextfusePluginManager(pluggy.PluginManager):
         left_out = [
             impl.plugin
             for impl in hook.get_hookimpls()
-            if not _is_wrapper(impl) and impl.plugin_name not in (provider, DEFAULTS_PLUGIN_NAME)
+            if not is_wrapper(impl) and impl.plugin_name not in (provider, DEFAULTS_PLUGIN_NAME)
         ]
         caller = self.subset_hook_caller(hook_name, remove_plugins=left_out) if left_out else hook
         component = caller(config=dict(config))
@@ -337,6 +384,7 @@ def make_plugin_manager(
         from contextfuse import defaults as default_plugin
 
         pm.register(default_plugin, name=DEFAULTS_PLUGIN_NAME)
+        pm._validate_strategies(default_plugin, DEFAULTS_PLUGIN_NAME)
         pm.loaded.append(
             LoadedPlugin(
                 DEFAULTS_PLUGIN_NAME,
@@ -355,17 +403,6 @@ def make_plugin_manager(
     if autoload:
         pm.load_entry_points(on_error=on_error, block=[*block, *env_block], only=only)
     return pm
-
-
-def _collected(results: Iterable[Any]) -> Iterator[Any]:
-    """The items of a collecting hook's results (a list of sequences; None counts as none)."""
-    for value in results:
-        if value is not None:
-            yield from cast(Iterable[Any], value)
-
-
-def _is_wrapper(impl: Any) -> bool:
-    return bool(getattr(impl, "wrapper", False) or getattr(impl, "hookwrapper", False))
 
 
 def _core_version() -> str:
