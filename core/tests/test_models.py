@@ -94,7 +94,7 @@ def test_fragment_ids_are_generated_ulids():
     assert len(a.fragment_id) == 26 and a.fragment_id != b.fragment_id
 
 
-def test_generated_ids_are_ulids_of_the_current_millisecond():
+def test_generated_ids_are_ascending_ulids_of_the_current_millisecond():
     from ulid import ULID
 
     from contextfuse.models import new_ulid
@@ -102,7 +102,7 @@ def test_generated_ids_are_ulids_of_the_current_millisecond():
     before = time.time()
     ids = [new_ulid() for _ in range(200)]
     after = time.time()
-    assert len(set(ids)) == 200
+    assert ids == sorted(set(ids))  # made in sequence, they sort in that order
     for value in ids:
         parsed = ULID.from_str(value)
         assert str(parsed) == value

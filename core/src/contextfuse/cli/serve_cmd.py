@@ -112,10 +112,15 @@ def serve(
 
         for path in settings.projects.values():  # a wait on another process is said, not hung
             announce_lock_wait(path / ".contextfuse")
-        run_server(
-            settings,
-            make_plugin_manager(),
-            announce=lambda url: click.echo(f"contextfuse listening on {url}", err=True),
-        )
+
+        def announce(url: str) -> None:
+            click.echo(f"contextfuse listening on {url}", err=True)
+
+        if settings.workers > 1:
+            from contextfuse.server.workers import serve_workers
+
+            serve_workers(settings, announce=announce)
+        else:
+            run_server(settings, make_plugin_manager(), announce=announce)
     except ContextfuseError as exc:
         fail(str(exc))

@@ -12,8 +12,8 @@ What makes a skipped run provably the same as a full one:
 
 * Every file the index holds, and every file it left out by size, mtime and reason (binary,
   minified, evicted), is compared with the file system: size and mtime in nanoseconds, as
-  the index run itself compares them (a file whose mtime was too close to the run to be
-  trusted is stored with no mtime, see :func:`clock`, so it never matches).
+  the index run itself compares them. While the last run read any file too close to its
+  last change to trust its stat (:data:`RACY_KEY`, :func:`clock`), nothing is proven.
 * A file added, deleted or renamed changes the mtime of its folder. The snapshot holds the
   mtime of every folder the run could have found a file in (all of them but ``.git``, the
   index directory and folders that a ``.gitignore`` ignores whole, whose files neither git
@@ -54,6 +54,7 @@ from contextfuse.kb.store import DB_NAME
 
 __all__ = [
     "CLOCK_NAME",
+    "RACY_KEY",
     "RACY_NS",
     "SNAPSHOT_NAME",
     "Survey",
@@ -66,6 +67,10 @@ __all__ = [
 ]
 
 SNAPSHOT_NAME = "fresh.json"
+#: The ``meta`` key listing the files an index run read too close to their last change to be
+#: kept by their stat next time: a change in the same clock tick keeps a file's size and
+#: mtime (git's "racily clean" files). The next run reads them again, whatever their stat.
+RACY_KEY = "racy"
 _FORMAT = 1
 #: Where the file-system clock is read: the mtime of this file, touched in the index directory.
 CLOCK_NAME = "clock"
@@ -275,6 +280,9 @@ def unchanged(root: Path, index_dir: Path, config: dict[str, Any]) -> bool:
         with contextlib.closing(_connect(index_dir)) as conn:
             conn.execute("BEGIN")  # one snapshot of the index for the checks below
             if _state(conn) != data["state"]:
+                return False
+            racy = conn.execute("SELECT value FROM meta WHERE key = ?", (RACY_KEY,)).fetchone()
+            if racy is not None and json.loads(racy[0]):
                 return False
             base = str(root)
             rows = conn.execute(

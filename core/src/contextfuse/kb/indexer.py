@@ -303,6 +303,8 @@ class _Run:
         self.workers = workers
         # Before discovery stats any file: the moment mtimes are judged against.
         self.started_ns = freshness.clock(index_dir, root)
+        self.racy: set[str] = set()  # read in this run, too close to their last change
+        self.racy_before: set[str] = set()  # so read by the previous run
         self.project = root.name
         self.changed: list[str] = []
         self.removed: list[str] = []
@@ -341,6 +343,7 @@ class _Run:
                 stats.rebuilt = True
             if outdated and not rebuild:
                 stats.notes.append("the index was built by another version and was rebuilt")
+            self.racy_before = set(json.loads(meta.get(freshness.RACY_KEY) or "[]"))
             self.update_files(found, stats, full)
             stats.notes.extend(self.notes)
             writer = IndexWriter(conn)
@@ -363,6 +366,7 @@ class _Run:
                     "head": history.head or "",
                     "git": "1" if found.git else "0",
                     "indexed_at": str(int(time.time())),
+                    freshness.RACY_KEY: json.dumps(sorted(self.racy)),
                 }
             )
             if changed and len(self.changed) > 1000:
@@ -409,11 +413,18 @@ class _Run:
             previous = old.get(candidate.path)
             if full or (previous is not None and previous.plan != plan):
                 previous = None  # parse it whatever its content
-            if previous is not None and (previous.size, previous.mtime_ns) == stat:
+            unsure = candidate.path in self.racy_before
+            if previous is not None and (previous.size, previous.mtime_ns) == stat and not unsure:
                 kept.add(candidate.path)
                 continue
             cached = old_skipped.get(candidate.path)
-            if not full and cached is not None and cached[:2] == stat and _cacheable(cached[2]):
+            if (
+                not full
+                and not unsure
+                and cached is not None
+                and cached[:2] == stat
+                and _cacheable(cached[2])
+            ):
                 skipped.append((candidate.path, *stat, cached[2]))
                 continue
             digest = previous.sha256 if previous is not None else None
@@ -455,17 +466,18 @@ class _Run:
             for done, outcome in enumerate(self.outcomes(todo), 1):
                 if isinstance(outcome, discovery.Skip):
                     item = todo[done - 1].candidate
-                    mtime_ns = self.trusted(item.mtime_ns)
-                    skipped.append((item.path, item.size, mtime_ns, outcome.reason))
+                    self.read(item.path, item.mtime_ns)
+                    skipped.append((item.path, item.size, item.mtime_ns, outcome.reason))
                 elif isinstance(outcome, Unchanged):
-                    touched.append((outcome.size, self.trusted(outcome.mtime_ns), outcome.path))
+                    self.read(outcome.path, outcome.mtime_ns)
+                    touched.append((outcome.size, outcome.mtime_ns, outcome.path))
                     kept.add(outcome.path)
                     stats.bytes_read += outcome.size
                 else:
                     previous = old.get(outcome.path)
                     if previous is not None:
                         stale.append(previous.id)
-                    outcome.mtime_ns = self.trusted(outcome.mtime_ns)
+                    self.read(outcome.path, outcome.mtime_ns)
                     records.append(outcome)
                     written.add(outcome.path)
                     stats.bytes_read += outcome.size
@@ -482,14 +494,11 @@ class _Run:
         writer.touch(touched)
         return written
 
-    def trusted(self, mtime_ns: int) -> int:
-        """The mtime to store for a file read in this run.
-
-        A file changed again within its mtime's clock tick keeps its size and mtime; one read
-        that close to its last change is stored with an mtime no file has, so the next run
-        reads it again (git's "racily clean" entries).
-        """
-        return freshness.trusted(mtime_ns, self.started_ns)
+    def read(self, path: str, mtime_ns: int) -> None:
+        """Note a file read in this run; one whose mtime is not before the run's start is
+        read again by the next run (see ``contextfuse.kb.freshness.RACY_KEY``)."""
+        if freshness.trusted(mtime_ns, self.started_ns) != mtime_ns:
+            self.racy.add(path)
 
     def count(self, records: list[FileRecord]) -> None:
         """Count the tokens of records that were parsed without counting."""

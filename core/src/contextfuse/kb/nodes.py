@@ -155,21 +155,22 @@ class SQLiteNodeStore:
         found: dict[str, Node] = {}
         with self._db.snapshot() as conn:
             memo = self._memo.of(generation.cache_key(conn))
-            wanted = []
-            for uri in dict.fromkeys(uris):
-                if uri in memo.nodes:
-                    node = memo.nodes[uri]
+            for chunk in chunked(list(dict.fromkeys(uris))):
+                read: dict[str, Node] = {}
+                wanted = [uri for uri in chunk if uri not in memo.nodes]
+                if wanted:
+                    marks = ",".join("?" * len(wanted))
+                    for row in conn.execute(
+                        f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.uri IN ({marks})",
+                        wanted,
+                    ):
+                        read[row[0]] = _node(row)
+                    self._memo.add_nodes(memo, {uri: read.get(uri) for uri in wanted})
+                # In the order a query of the whole chunk gives (by URI, from its index).
+                for uri in sorted(chunk):
+                    node = read[uri] if uri in read else memo.nodes.get(uri)
                     if node is not None:
                         found[uri] = node
-                else:
-                    wanted.append(uri)
-            for chunk in chunked(wanted):
-                marks = ",".join("?" * len(chunk))
-                for row in conn.execute(
-                    f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.uri IN ({marks})", chunk
-                ):
-                    found[row[0]] = _node(row)
-            self._memo.add_nodes(memo, {uri: found.get(uri) for uri in wanted})
         return found
 
     def get_renderings(
@@ -186,18 +187,19 @@ class SQLiteNodeStore:
         out: dict[str, dict[int, Rendering]] = {}
         with self._db.snapshot() as conn:
             memo = self._memo.of(generation.cache_key(conn))
-            missing = []
-            for uri in dict.fromkeys(uris):
-                cached = memo.renderings.get((uri, wanted, max_tokens))
-                if cached is None:
-                    missing.append(uri)
-                elif cached:
-                    out[uri] = dict(cached)
-            read = self._read_renderings(conn, missing, wanted, max_tokens)
-            out.update(read)
-            self._memo.add_renderings(
-                memo, {(uri, wanted, max_tokens): read.get(uri, {}) for uri in missing}
-            )
+            for chunk in chunked(list(dict.fromkeys(uris))):
+                missing = [u for u in chunk if (u, wanted, max_tokens) not in memo.renderings]
+                read = self._read_renderings(conn, missing, wanted, max_tokens)
+                self._memo.add_renderings(
+                    memo, {(uri, wanted, max_tokens): read.get(uri, {}) for uri in missing}
+                )
+                # In the order a query of the whole chunk gives (by URI, from its index).
+                for uri in sorted(chunk):
+                    found = read.get(uri)
+                    if found is None:
+                        found = dict(memo.renderings.get((uri, wanted, max_tokens)) or {})
+                    if found:
+                        out[uri] = found
         return out
 
     def _read_renderings(

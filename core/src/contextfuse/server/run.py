@@ -66,11 +66,6 @@ def serve(
 
     from contextfuse.server.app import build_asgi
 
-    if settings.workers > 1:
-        from contextfuse.server.workers import serve_workers
-
-        serve_workers(settings, announce=announce)
-        return
     pool, providers = prepare(settings, pm)
     app = build_asgi(settings, pool, providers)
     sock = bind(settings.host, settings.port)
