@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,37 +19,23 @@ from contextfuse.kb import index
 from contextfuse.server.gate import ServiceGate
 from contextfuse.server.workers import ServedProject
 
-CLI = [sys.executable, "-m", "contextfuse.cli.main"]
-
 
 @contextmanager
-def workers_serving(repo: Path, *options: str) -> Iterator[tuple[str, int]]:
-    """``contextfuse serve --workers ...`` in a subprocess: its URL and pid."""
-    process = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--project", f"demo={repo}", *options],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    url = None
-    deadline = time.monotonic() + 180
-    while url is None and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        found = re.search(r"listening on (http://\S+)", line)
-        url = found.group(1) if found else None
-    drain = threading.Thread(target=process.stderr.read, daemon=True)  # keep it drained
-    drain.start()
-    try:
-        assert url, "the server did not announce its URL"
-        yield url, process.pid
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
-        drain.join(timeout=10)
-        process.stderr.close()
+def workers_serving(
+    served_process: Callable[..., Any], repo: Path, *options: str
+) -> Iterator[tuple[str, int]]:
+    """``contextfuse serve --port 0 ...`` as a process: its URL and pid."""
+    with served_process("serve", "--port", "0", "--project", f"demo={repo}", *options) as url:
+        yield url, server_pid()
+
+
+def server_pid() -> int:
+    """The ``contextfuse serve`` process this test started."""
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"serve" in Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0"):
+                return int(child)
+    raise AssertionError("no server process")
 
 
 def worker_pids(pid: int) -> set[int]:
@@ -79,10 +62,10 @@ def ask(url: str, query: str) -> httpx.Response:
 
 @pytest.mark.slow
 def test_workers_answer_as_one_process_does(
-    new_repo: Callable[[Path], Path], tmp_path: Path
+    new_repo: Callable[[Path], Path], tmp_path: Path, served_process: Callable[..., Any]
 ) -> None:
     repo = new_repo(tmp_path / "demo")
-    with workers_serving(repo, "--workers", "2") as (url, pid):
+    with workers_serving(served_process, repo, "--workers", "2") as (url, pid):
         assert len(worker_pids(pid)) == 2
         with ThreadPoolExecutor(8) as pool:
             answers = list(pool.map(lambda _: fragments(ask(url, "add two numbers")), range(16)))
@@ -92,10 +75,11 @@ def test_workers_answer_as_one_process_does(
 
 @pytest.mark.slow
 def test_a_refresh_while_serving_loses_no_request_and_shows_the_change(
-    new_repo: Callable[[Path], Path], tmp_path: Path
+    new_repo: Callable[[Path], Path], tmp_path: Path, served_process: Callable[..., Any]
 ) -> None:
     repo = new_repo(tmp_path / "demo")
-    with workers_serving(repo, "--workers", "2", "--refresh-interval", "0.1") as (url, _):
+    options = ("--workers", "2", "--refresh-interval", "0.1")
+    with workers_serving(served_process, repo, *options) as (url, _):
         stop = threading.Event()
 
         def edit() -> None:
@@ -125,9 +109,11 @@ def test_a_refresh_while_serving_loses_no_request_and_shows_the_change(
 
 
 @pytest.mark.slow
-def test_a_worker_that_dies_is_replaced(new_repo: Callable[[Path], Path], tmp_path: Path) -> None:
+def test_a_worker_that_dies_is_replaced(
+    new_repo: Callable[[Path], Path], tmp_path: Path, served_process: Callable[..., Any]
+) -> None:
     repo = new_repo(tmp_path / "demo")
-    with workers_serving(repo, "--workers", "2") as (url, pid):
+    with workers_serving(served_process, repo, "--workers", "2") as (url, pid):
         first = worker_pids(pid)
         os.kill(next(iter(first)), signal.SIGKILL)
         deadline = time.monotonic() + 120
