@@ -104,6 +104,10 @@ def _normalise_rows(matrix: np.ndarray) -> np.ndarray:
 
 #: Texts a call tokenizes with the pure-Python WordPiece before ``tokenizers`` is loaded.
 _QUICK_TEXTS = 8
+_STATIC_NEEDS = (
+    "StaticEmbedder needs the packages 'tokenizers' and 'safetensors' "
+    "(dependencies of contextfuse-semantic-embedding)"
+)
 #: Bump when what :func:`_fold_table` computes changes: older cached tables are not read.
 _TABLE_FORMAT = 1
 
@@ -122,10 +126,7 @@ def _fold_table(weights_path: Path) -> np.ndarray:
     try:
         from safetensors import safe_open
     except ImportError as exc:
-        raise EmbedderUnavailableError(
-            "StaticEmbedder needs the packages 'tokenizers' and 'safetensors' "
-            "(dependencies of contextfuse-semantic-embedding)"
-        ) from exc
+        raise EmbedderUnavailableError(_STATIC_NEEDS) from exc
     with safe_open(str(weights_path), framework="numpy") as handle:
         keys = set(handle.keys())
         table = handle.get_tensor("embeddings")
@@ -268,10 +269,7 @@ class StaticEmbedder:
                     try:
                         from tokenizers import Tokenizer
                     except ImportError as exc:
-                        raise EmbedderUnavailableError(
-                            "StaticEmbedder needs the packages 'tokenizers' and 'safetensors' "
-                            "(dependencies of contextfuse-semantic-embedding)"
-                        ) from exc
+                        raise EmbedderUnavailableError(_STATIC_NEEDS) from exc
                     tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
                     # Padding would add [PAD] rows to the mean; truncation keeps the head.
                     tokenizer.no_padding()
