@@ -1,21 +1,35 @@
-"""Benchmark of ``contextfuse index`` on a real repository (default: the Django 4.1 sdist).
+"""Benchmark of ``contextfuse index``: time, size and peak memory per case, beside references.
 
-Measured, in one run, on a private copy of the repository:
+Cases (``--case``, default all three):
+
+* ``django``: the Django 4.1 sdist (``pip download --no-deps --no-binary :all: django==4.1``,
+  unpacked; ``--django DIR``);
+* ``tree``: a generated tree of ``--files`` small Python modules (default 100,000) in
+  packages of 1,000, each with a class, two functions and imports of its neighbours;
+* ``bigfile``: one generated Python file just under 1 MB with 21,000 functions.
+
+Measured for each case, in one run, on a private copy:
 
 * the floor: reading the bytes of every file discovery lists (what any indexer must do);
-* what a user would pick instead: a bm25s index over the same text files (tokenise + index);
-* a cold index (no index yet), a refresh without change, a refresh after one edited file,
-  each in a fresh process (``seconds``, files/s, MB/s, peak RSS of the main process and of
-  the largest worker process);
-* query latency on the result: BM25 search with a long issue text, personalized PageRank.
+* what a user would pick instead: a bm25s index over the same text files (read, tokenise,
+  index);
+* a cold index (no index yet) and a refresh without change, each in a fresh process, with
+  the installed index contributors (embeddings), as ``contextfuse index`` runs: seconds,
+  files/s, peak RSS of the whole process tree (sampled), of the main process and of the
+  largest worker process, CPU seconds, the index's size on disk and the vectors' share;
+* assembling from the result in a fresh process (8,000 tokens, no refresh): the first call,
+  which loads the index's arrays, and a second one, beside the process's start and imports.
 
-Goals (2-core machine): cold under 60 s without embeddings, no-change refresh under 2 s,
-peak RSS under 1 GB.
+For Django also: refreshes after one edited file, and query latency (BM25 search with a long
+issue text, personalized PageRank).
+
+Goals (2-core machine): Django cold under 15 s; a 100,000-file index assembles in under
+1 s; peak memory bounded on each case.
 
 Run::
 
-    PYTHONPATH=core/src python bench/bench_index.py [--source /tmp/django/Django-4.1]
-        [--workers N] [--git] [--repeat 3]
+    python bench/bench_index.py [--case django --case tree --case bigfile]
+        [--django /tmp/django/Django-4.1] [--files 100000] [--workers N] [--git] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -23,7 +37,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -38,6 +54,12 @@ from contextfuse.kb import open_backends
 from contextfuse.kb.files import discover
 
 SRC = str(Path(contextfuse.__file__).parents[1])
+#: Child processes import this checkout's core first (and the plugins of PYTHONPATH, if any).
+CHILD_ENV = {
+    **os.environ,
+    "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")])),
+}
+CASES = ("django", "tree", "bigfile")
 
 #: Runs one index in a fresh interpreter and prints its stats with the peak RSS.
 CHILD = """
@@ -45,16 +67,43 @@ import json, resource, sys, time
 started = time.perf_counter()
 from contextfuse.kb import index
 workers = None if sys.argv[2] == "auto" else int(sys.argv[2])
-stats = index(sys.argv[1], contributors=[], workers=workers)
+contributors = [] if sys.argv[3] == "none" else None
+stats = index(sys.argv[1], contributors=contributors, workers=workers)
 me = resource.getrusage(resource.RUSAGE_SELF)
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+try:  # ru_maxrss keeps the high-water mark of the bench process that started this one
+    status = open("/proc/self/status").read()
+    peak_kb = int(status.split("VmHWM:")[1].split()[0])
+except (OSError, IndexError, ValueError):
+    peak_kb = me.ru_maxrss
 print(json.dumps({
     "stats": stats.to_dict(),
     "process_seconds": time.perf_counter() - started,
-    "rss_main_mb": me.ru_maxrss / 1024,
+    "rss_main_mb": peak_kb / 1024,
     "rss_worker_mb": kids.ru_maxrss / 1024,
     "cpu_main": me.ru_utime + me.ru_stime,
     "cpu_workers": kids.ru_utime + kids.ru_stime,
+}))
+"""
+
+#: Assembles twice from an up-to-date index in a fresh interpreter (no refresh).
+ASSEMBLE = """
+import json, resource, sys, time
+started = time.perf_counter()
+from contextfuse import ContextAssembler
+imported = time.perf_counter()
+with ContextAssembler(sys.argv[1]) as assembler:
+    first = time.perf_counter()
+    payload = assembler.assemble(sys.argv[2], 8000)
+    second = time.perf_counter()
+    assembler.assemble(sys.argv[3], 8000)
+    done = time.perf_counter()
+print(json.dumps({
+    "imports": imported - started,
+    "first": second - first,
+    "second": done - second,
+    "fragments": len(payload.fragments),
+    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
 
@@ -78,21 +127,107 @@ What should be generated is I think:
 'ON CONFLICT("BlacklistID") DO UPDATE SET "SectorID" = EXCLUDED."SectorID", ...
 """
 
+#: Requests for the assembly measurement: one naming identifiers, one in plain words.
+QUERIES = {
+    "django": (ISSUE, "how are database rows inserted in bulk when a conflict happens"),
+    "tree": (
+        "ledger_rotate fails when the cursor window of a shard is empty",
+        "where is the retry budget of a request computed",
+    ),
+    "bigfile": ("f12345 returns the wrong value", "which function scales by ninety"),
+}
 
-def run_index(root: Path, workers: str) -> dict[str, Any]:
+_WORDS = [
+    "account",
+    "balance",
+    "buffer",
+    "cache",
+    "cursor",
+    "delta",
+    "event",
+    "filter",
+    "frame",
+    "gauge",
+    "handle",
+    "index",
+    "job",
+    "kernel",
+    "ledger",
+    "limit",
+    "matrix",
+    "merge",
+    "node",
+    "offset",
+    "packet",
+    "queue",
+    "record",
+    "retry",
+    "route",
+    "sample",
+    "schema",
+    "session",
+    "shard",
+    "signal",
+    "token",
+    "trace",
+    "update",
+    "vector",
+    "window",
+    "worker",
+    "budget",
+    "request",
+]
+
+
+def make_tree(root: Path, files: int, seed: int = 20) -> None:
+    """``files`` small Python modules in packages of 1,000; the same tree for the same seed."""
+    rng = random.Random(seed)
+    for number in range(files):
+        package = root / f"pkg{number // 1000:03d}"
+        if number % 1000 == 0:
+            package.mkdir(parents=True)
+            (package / "__init__.py").write_text(f'"""Package {number // 1000}."""\n')
+        a, b, c = rng.sample(_WORDS, 3)
+        near = max(0, number - 1 - rng.randrange(5))
+        (package / f"mod{number:06d}.py").write_text(
+            f'"""{a.title()} {b} helpers for the {c} layer."""\n\n'
+            f"from pkg{near // 1000:03d}.mod{near:06d} import {c}_{b}\n\n\n"
+            f"class {a.title()}{b.title()}:\n"
+            f'    """Keeps the {b} of one {a}."""\n\n'
+            f"    def __init__(self, {c}: int) -> None:\n"
+            f"        self.{c} = {c}\n\n"
+            f"    def {a}_{c}(self) -> int:\n"
+            f"        return {c}_{b}(self.{c}) + {number % 97}\n\n\n"
+            f"def {a}_{b}(value: int) -> int:\n"
+            f'    """The {b} of a {a} {c}."""\n'
+            f"    return value * {rng.randrange(2, 9)}\n\n\n"
+            f"def {b}_{c}(items: list[int]) -> int:\n"
+            f"    return sum({a}_{b}(item) for item in items)\n"
+        )
+
+
+def make_bigfile(root: Path, functions: int = 21_000) -> None:
+    """One Python file just under 1 MB with ``functions`` small functions."""
+    root.mkdir(parents=True)
+    parts = ['"""Many small functions."""\n']
+    parts += [f'def f{i}(v):\n    """Sc."""\n    return v * {i % 97}\n' for i in range(functions)]
+    (root / "many.py").write_text("\n".join(parts))
+
+
+def run_index(root: Path, workers: str, embed: bool) -> dict[str, Any]:
     """Index in a child process, sampling the RSS of its whole process tree (Linux)."""
     with subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(root), workers],
+        [sys.executable, "-c", CHILD, str(root), workers, "installed" if embed else "none"],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": SRC},
+        env=CHILD_ENV,
     ) as child:
         peak = [0]
 
         def sample() -> None:
             while child.poll() is None:
                 peak[0] = max(peak[0], _tree_rss(child.pid))
-                time.sleep(0.1)
+                time.sleep(0.05)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -102,6 +237,23 @@ def run_index(root: Path, workers: str) -> dict[str, Any]:
         raise SystemExit(f"indexing failed with exit code {child.returncode}")
     result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
     result["rss_tree_mb"] = peak[0] / 1024
+    return result
+
+
+def run_assemble(root: Path, queries: tuple[str, str]) -> dict[str, Any]:
+    """Two assemblies in a fresh process, and the bare start of the interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", ASSEMBLE, str(root), *queries],
+        capture_output=True,
+        text=True,
+        env=CHILD_ENV,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"assembling failed: {done.stderr.strip()[-500:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    result["bare_start"] = time.perf_counter() - started
     return result
 
 
@@ -176,6 +328,22 @@ def queries(root: Path, repeat: int = 20) -> dict[str, float]:
         kb.nodes.close()
 
 
+def index_size(root: Path) -> tuple[float, float]:
+    """MB of the index on disk (database and write-ahead log) and MB of its vectors table."""
+    folder = root / ".contextfuse"
+    total = sum(p.stat().st_size for p in folder.glob("index.db*"))
+    conn = sqlite3.connect(folder / "index.db")
+    try:
+        vectors = conn.execute(
+            "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = 'vectors'"
+        ).fetchone()[0]
+    except sqlite3.OperationalError:  # SQLite built without dbstat: the payload bytes
+        vectors = conn.execute("SELECT coalesce(sum(length(vector)), 0) FROM vectors").fetchone()[0]
+    finally:
+        conn.close()
+    return total / 1e6, vectors / 1e6
+
+
 def line(
     name: str, result: dict[str, Any], floor_seconds: float, bm25_seconds: float, size_mb: float
 ) -> str:
@@ -192,19 +360,18 @@ def line(
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--source", type=Path, default=Path("/tmp/django/Django-4.1"))
-    parser.add_argument("--workers", default="auto", help="worker processes (default: auto)")
-    parser.add_argument("--git", action="store_true", help="index a git repository of the copy")
-    parser.add_argument("--repeat", type=int, default=1, help="cold runs (the median is kept)")
-    args = parser.parse_args(argv)
-    if not args.source.is_dir():
-        print(f"no repository at {args.source}", file=sys.stderr)
-        return 2
+def run_case(case: str, source: Path, args: argparse.Namespace) -> None:
+    """Every measurement of one case, printed as it comes."""
     with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
-        root = Path(tmp) / args.source.name
-        shutil.copytree(args.source, root, symlinks=True)
+        root = Path(tmp) / case
+        started = time.perf_counter()
+        if case == "django":
+            shutil.copytree(source, root, symlinks=True)
+        elif case == "tree":
+            make_tree(root, args.files)
+        else:
+            make_bigfile(root)
+        made = time.perf_counter() - started
         if args.git:
             for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "snapshot"]):
                 subprocess.run(
@@ -212,8 +379,9 @@ def main(argv: list[str] | None = None) -> int:
                     cwd=root,
                     check=True,
                 )
-        print(f"repository  {args.source} ({'git' if args.git else 'no git'}), "
-              f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(f"\n== {case}: {source if case == 'django' else f'generated in {made:.1f} s'} "
+              f"({'git' if args.git else 'no git'}), {os.cpu_count()} CPUs, "
+              f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
         floor(root)  # warm the page cache: every measurement reads from memory
         floor_seconds, files, size = floor(root)
         print(f"floor       {floor_seconds:8.2f} s  read {files} files, {size / 1e6:.1f} MB "
@@ -222,47 +390,73 @@ def main(argv: list[str] | None = None) -> int:
         colds = []
         for _ in range(args.repeat):
             shutil.rmtree(root / ".contextfuse", ignore_errors=True)
-            colds.append(run_index(root, args.workers))
+            colds.append(run_index(root, args.workers, not args.no_embed))
         cold = sorted(colds, key=lambda r: r["stats"]["seconds"])[len(colds) // 2]
         stats = cold["stats"]
-        indexed = [p for p in _indexed_paths(root)]
+        indexed = _indexed_paths(root)
         tokenise, build = bm25s_baseline(root, indexed)
         bm25_seconds = tokenise + build
         print(f"bm25s       {bm25_seconds:8.2f} s  ({tokenise:.2f} s read + tokenise, "
               f"{build:.2f} s index) over the {len(indexed)} indexed files")  # fmt: skip
+        total_mb, vectors_mb = index_size(root)
         print(
             f"index       {stats['files']} files, {stats['nodes']} nodes, {stats['edges']} "
-            f"edges, {stats['tokens']:,} tokens, skipped {sum(stats['skipped'].values())}"
+            f"edges, {stats['tokens']:,} tokens, skipped {sum(stats['skipped'].values())}; "
+            f"{total_mb:.1f} MB on disk ({total_mb / (size / 1e6):.1f}x the files), "
+            f"vectors {vectors_mb:.1f} MB; {stats['contributors'] or 'no contributors'}"
         )
         size_mb = size / 1e6
         print(line("cold", cold, floor_seconds, bm25_seconds, size_mb))
-        warm = run_index(root, args.workers)
+        warm = run_index(root, args.workers, not args.no_embed)
         print(line("refresh, no change", warm, floor_seconds, bm25_seconds, size_mb))
         edited = root / "django" / "db" / "models" / "query.py"
-        if edited.is_file():
-            source = edited.read_text()
+        if case == "django" and edited.is_file():
+            source_text = edited.read_text()
             # A change inside a function (the symbols stay): only that file is linked again.
-            edited.write_text(source.replace("Insert each of the instances", "Insert all the", 1))
-            body = run_index(root, args.workers)
+            edited.write_text(source_text.replace("Insert each of the instances", "Insert all", 1))
+            body = run_index(root, args.workers, not args.no_embed)
             print(line("refresh, body edited", body, floor_seconds, bm25_seconds, size_mb))
             # A new function: names resolve differently, the whole graph is linked again.
-            edited.write_text(source + "\n\ndef bench_added():\n    return 1\n")
-            added = run_index(root, args.workers)
+            edited.write_text(source_text + "\n\ndef bench_added():\n    return 1\n")
+            added = run_index(root, args.workers, not args.no_embed)
             print(line("refresh, symbol added", added, floor_seconds, bm25_seconds, size_mb))
-        latency = queries(root)
+            latency = queries(root)
+            print(
+                f"queries     search {latency['search_ms']:.1f} ms ({latency['issue_chars']} "
+                f"chars of issue), pagerank {latency['pagerank_ms']:.1f} ms "
+                f"(first call, loading the graph: {latency['pagerank_first_ms']:.0f} ms)"
+            )
+        assembled = run_assemble(root, QUERIES[case])
         print(
-            f"queries     search {latency['search_ms']:.1f} ms ({latency['issue_chars']} chars "
-            f"of issue), pagerank {latency['pagerank_ms']:.1f} ms "
-            f"(first call, loading the graph: {latency['pagerank_first_ms']:.0f} ms)"
+            f"assemble    first {assembled['first']:.2f} s (loads the index), second "
+            f"{assembled['second']:.2f} s, {assembled['fragments']} fragments, RSS "
+            f"{assembled['rss_mb']:.0f} MB; imports {assembled['imports']:.2f} s, bare start "
+            f"{assembled['bare_start']:.2f} s (x{assembled['first'] / assembled['bare_start']:.1f})"
         )
         print(f"load        {os.getloadavg()[0]:.2f} at the end; cold runs: "
               f"{[round(r['stats']['seconds'], 2) for r in colds]}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--case", action="append", choices=CASES, help="default: all")
+    parser.add_argument("--django", type=Path, default=Path("/tmp/django/Django-4.1"))
+    parser.add_argument("--files", type=int, default=100_000, help="files of the tree case")
+    parser.add_argument("--workers", default="auto", help="worker processes (default: auto)")
+    parser.add_argument("--no-embed", action="store_true", help="no index contributors")
+    parser.add_argument("--git", action="store_true", help="index a git repository of the copy")
+    parser.add_argument("--repeat", type=int, default=1, help="cold runs (the median is kept)")
+    args = parser.parse_args(argv)
+    cases = args.case or list(CASES)
+    if "django" in cases and not args.django.is_dir():
+        print(f"no Django sdist at {args.django} (see --django)", file=sys.stderr)
+        return 2
+    for case in cases:
+        run_case(case, args.django, args)
     return 0
 
 
 def _indexed_paths(root: Path) -> list[str]:
-    import sqlite3
-
     conn = sqlite3.connect(root / ".contextfuse" / "index.db")
     try:
         return [row[0] for row in conn.execute("SELECT path FROM files ORDER BY path")]

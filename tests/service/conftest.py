@@ -39,6 +39,24 @@ def make_repo(root: Path) -> Path:
     return root
 
 
+def launched(command: list[str], wait_s: float = 120) -> tuple[subprocess.Popen[str], str | None]:
+    """Start ``command`` (a contextfuse command that serves); the process and the URL it
+    announces on standard error (None if it stopped or said nothing within ``wait_s``)."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        if not line:
+            break
+        found = re.search(r" on (http://\S+)", line)
+        if found:
+            return process, found.group(1)
+    return process, None
+
+
 @contextmanager
 def running(settings: ServerSettings) -> Iterator[str]:
     """Serve ``settings`` with uvicorn in a thread; yields the base URL."""
@@ -64,21 +82,8 @@ def running(settings: ServerSettings) -> Iterator[str]:
 @contextmanager
 def cli_server(*args: str) -> Iterator[str]:
     """``contextfuse ARGS`` as a real process; yields the first address it announces."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "contextfuse.cli.main", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process, url = launched([sys.executable, "-m", "contextfuse.cli.main", *args])
     assert process.stderr is not None
-    url = None
-    deadline = time.monotonic() + 120
-    while url is None and time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        found = re.search(r" on (http://\S+)", line)
-        url = found.group(1) if found else None
     try:
         assert url, "the server did not announce its URL"
         yield url
@@ -120,6 +125,12 @@ def guarded_service(repo: Path, service_token: str) -> Iterator[str]:
     """The base URL of a server for the module that wants the bearer token."""
     with running(ServerSettings(projects={"demo": repo}, token=service_token)) as url:
         yield url
+
+
+@pytest.fixture
+def launch() -> Callable[..., tuple[subprocess.Popen[str], str | None]]:
+    """Start a ``contextfuse serve`` command line (see :func:`launched`)."""
+    return launched
 
 
 @pytest.fixture

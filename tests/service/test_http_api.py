@@ -22,7 +22,7 @@ def post(url: str, path: str, body: Any, **kwargs: Any) -> httpx.Response:
 
 def test_healthz_lists_the_served_projects(service: str) -> None:
     response = httpx.get(service + "/healthz")
-    assert response.json() == {"status": "ok", "projects": ["demo"]}
+    assert response.json() == {"status": "ok", "projects": ["demo"], "stale": {}}
 
 
 def test_assemble_returns_a_payload_within_budget(service: str) -> None:

@@ -211,7 +211,7 @@ def test_vectors_written_at_index_time_are_searched_by_cosine(store: Store, shop
     assert stats.contributors["hash-embedder"].startswith("ok")
     assert kb.vector.models() == ["hash-8"]
     assert hits[0].uri == node
-    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert hits[0].score == pytest.approx(1.0, abs=1e-3)  # the SQLite store rescores float16
 
 
 def test_unchanged_nodes_are_not_embedded_again(store: Store, shop: Path) -> None:

@@ -36,6 +36,9 @@ class ContextAssembler:
     :param index_dir: where the index lives, if not the default.
     :param config: configuration; default: the user's and the project's files.
     :param plugin_manager: default: a manager with the installed plugins loaded.
+    :param project: the project name of the URIs (``project://<project>/...``); default: the
+        name the index has, else the folder's. Another name renames the index at the next
+        :meth:`refresh`.
     """
 
     def __init__(
@@ -45,8 +48,10 @@ class ContextAssembler:
         index_dir: str | Path | None = None,
         config: ContextfuseConfig | None = None,
         plugin_manager: ContextfusePluginManager | None = None,
+        project: str | None = None,
     ) -> None:
         self.repo = Path(repo).resolve()
+        self.project = project
         if not self.repo.is_dir():
             raise KnowledgeBaseError(f"{repo}: not a directory")
         self.config = config or load_config(self.repo)
@@ -82,7 +87,7 @@ class ContextAssembler:
         return list(self.registry.notices)
 
     def _store_config(self) -> dict[str, Any]:
-        return store_config(self.config.index.store, self.index_dir)
+        return store_config(self.config.index.store, self.index_dir, self.project)
 
     def refresh(self, progress: ProgressCallback | None = None, *, force: bool = False) -> Any:
         """Build or refresh the store (incremental) and reopen it; returns what the store did.

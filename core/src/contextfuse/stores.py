@@ -86,6 +86,7 @@ class SQLiteStoreProvider:
             resolve_root(root),
             index_dir=_index_dir(root, config),
             contributors=list(contributors),
+            project=config.get("project"),
             **options,
         )
 
@@ -102,7 +103,11 @@ class SQLiteStoreProvider:
 
         contributors = index_contributors(pm) if pm is not None else []
         return index_unchanged(
-            root, index_dir=_index_dir(root, config), contributors=contributors, **options
+            root,
+            index_dir=_index_dir(root, config),
+            contributors=contributors,
+            project=config.get("project"),
+            **options,
         )
 
 
@@ -153,10 +158,15 @@ def choose_provider(pm: Any, store: str | None) -> Any:
 
 
 def store_config(
-    store: str | None, index_dir: str | os.PathLike[str] | None = None
+    store: str | None,
+    index_dir: str | os.PathLike[str] | None = None,
+    project: str | None = None,
 ) -> dict[str, Any]:
-    """What a provider's ``open``/``index``/``exists`` receive: ``dir`` and ``url``."""
+    """What a provider's ``open``/``index``/``exists`` receive: ``dir``, ``url`` and
+    ``project`` (the name of the project's URIs; absent: the store's own, else the folder's)."""
     config: dict[str, Any] = {"dir": str(index_dir)} if index_dir else {}
     if store and "://" in store:
         config["url"] = store
+    if project is not None:
+        config["project"] = project
     return config

@@ -61,10 +61,12 @@ def array_files(repo: Path) -> list[Path]:
     return sorted((repo / DEFAULT_INDEX_DIR / ARRAYS_DIR).glob("*.arr"))
 
 
-def query(kb: BackendSet) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+def query(
+    kb: BackendSet, project: str = U
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     assert kb.vector is not None
     near = kb.vector.search("letters", letters("slugify text lower"), limit=5)
-    ranked = kb.graph.personalized_pagerank({U + "shop/util.py#slugify": 1.0}, limit=5)
+    ranked = kb.graph.personalized_pagerank({project + "shop/util.py#slugify": 1.0}, limit=5)
     return [(h.uri, round(h.score, 6)) for h in near], [(h.uri, round(h.score, 6)) for h in ranked]
 
 
@@ -99,7 +101,7 @@ def test_a_second_opening_maps_the_arrays_the_first_built(
     def never(*_: Any) -> Any:
         raise AssertionError("rebuilt from SQLite although a file of this generation exists")
 
-    monkeypatch.setattr(vector_module, "_vector_arrays", never)
+    monkeypatch.setattr(vector_module, "_code_arrays", never)
     monkeypatch.setattr(graph_module, "_adjacency_arrays", never)
     assert query(opened(repo)) == first
 
@@ -136,3 +138,27 @@ def test_packed_strings_read_back_every_string() -> None:
     assert list(strings) == values
     assert strings[-1] == values[-1]
     assert len(strings) == len(values)
+
+
+def test_a_renamed_project_maps_arrays_of_its_new_uris(
+    repo: Path,
+    built: Callable[[], Any],
+    build: Callable[..., Any],
+    opened: Callable[..., BackendSet],
+) -> None:
+    query(opened(repo))  # the arrays of the old name are mapped
+    build(repo, contributors=[Letters()], project="web")
+    near, ranked = query(opened(repo), "project://web/")
+    assert near and ranked
+    assert all(uri.startswith("project://web/") for uri, _ in near + ranked)
+
+
+def test_the_mapped_vectors_are_the_int8_codes_and_their_scales(
+    repo: Path, built: Callable[[], Any], opened: Callable[..., BackendSet]
+) -> None:
+    query(opened(repo))
+    (codes,) = [p for p in array_files(repo) if p.name.startswith("codes-")]
+    with closing(sqlite3.connect(repo / DEFAULT_INDEX_DIR / DB_NAME)) as db:
+        stored = db.execute("SELECT sum(length(codes)) FROM vectors").fetchone()[0]
+    # int8 codes take one byte a component: the file holds them, not float32 (4 bytes).
+    assert stored < codes.stat().st_size < 2 * stored + 4096

@@ -57,6 +57,12 @@ def test_without_a_snapshot_nothing_is_proven(repo: Path, build: Builder) -> Non
     assert not current(repo)
 
 
+def test_a_run_under_another_project_name_is_a_change(repo: Path, build: Builder) -> None:
+    fresh_index(repo, build)
+    assert current(repo, project=repo.name)
+    assert not current(repo, project="web")  # that run renames the index
+
+
 def test_an_edited_file_is_a_change(repo: Path, build: Builder) -> None:
     fresh_index(repo, build)
     (repo / "shop/util.py").write_text("def shout(text):\n    return text.upper()\n")

@@ -14,8 +14,9 @@ import pluggy
 import pytest
 
 from contextfuse import hookspecs
+from contextfuse.errors import KnowledgeBaseError
 from contextfuse.hookspecs import hookimpl
-from contextfuse.kb import IndexSession
+from contextfuse.kb import IndexSession, open_backends
 from contextfuse.kb.indexer import DEFAULT_INDEX_DIR
 from contextfuse.kb.store import DB_NAME
 
@@ -111,7 +112,7 @@ def test_vectors_are_searched_by_cosine_similarity(
     text = kb.nodes.get_renderings([target], [9])[target][9].content
     hits = kb.vector.search("letters", letters(text) * 7.0, limit=3)  # scale does not matter
     assert hits[0].uri == target
-    assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert hits[0].score == pytest.approx(1.0, abs=1e-3)  # rescored from float16
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
 
@@ -216,3 +217,68 @@ def test_a_complete_embedding_is_remembered_until_the_next_change(
     write(repo, {"shop/util.py": "def shout(text):\n    return text.upper()\n"})
     build(repo, contributors=[CountingEmbedder(fail=True)])
     assert _marks(repo) == []
+
+
+class SpikyEmbedder:
+    """Vectors with one large component and small noise: int8 codes alone score them coarsely."""
+
+    name = "spiky"
+
+    def __init__(self) -> None:
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def contribute(self, session: IndexSession) -> None:
+        rng = np.random.default_rng(7)
+        items = [(uri, digest) for uri, digest, _ in session.iter_node_texts()]
+        matrix = rng.normal(0.0, 0.05, (len(items), 256)).astype(np.float32)
+        matrix[:, 0] = 1.0
+        session.backends.vector.upsert(
+            self.name, [u for u, _ in items], [d for _, d in items], matrix
+        )
+        unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+        self.vectors = {uri: row for (uri, _), row in zip(items, unit, strict=True)}
+
+
+def test_search_scores_and_order_are_the_float32_cosines(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    embedder = SpikyEmbedder()
+    build(repo, contributors=[embedder])
+    query = np.random.default_rng(8).normal(0.0, 1.0, 256).astype(np.float32)
+    query /= np.linalg.norm(query)
+    exact = {uri: float(row @ query) for uri, row in embedder.vectors.items()}
+    hits = opened(repo).vector.search("spiky", query, limit=5)
+    assert [h.uri for h in hits] == sorted(exact, key=lambda u: -exact[u])[:5]
+    assert all(h.score == pytest.approx(exact[h.uri], abs=1e-3) for h in hits)
+
+
+def test_vectors_are_stored_as_int8_codes_and_float16(
+    repo: Path, build: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[SpikyEmbedder()])
+    with closing(sqlite3.connect(repo / DEFAULT_INDEX_DIR / DB_NAME)) as conn:
+        sizes = set(conn.execute("SELECT length(codes), length(vector) FROM vectors"))
+    assert sizes == {(256, 512)}
+
+
+def test_an_index_with_float32_vectors_is_rebuilt_with_a_note(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[LetterEmbedder()])
+    with closing(sqlite3.connect(repo / DEFAULT_INDEX_DIR / DB_NAME)) as conn:
+        # The layout of schema 3: one float32 vector per row.
+        conn.execute("DROP TABLE vectors")
+        conn.execute(
+            "CREATE TABLE vectors (model TEXT NOT NULL, content_hash TEXT NOT NULL, vector BLOB "
+            "NOT NULL, PRIMARY KEY (model, content_hash)) WITHOUT ROWID"
+        )
+        conn.execute("INSERT INTO vectors VALUES ('letters', 'h', ?)", (bytes(104),))
+        conn.execute("PRAGMA user_version = 3")
+        conn.commit()
+    with pytest.raises(KnowledgeBaseError, match="another version of contextfuse"):
+        open_backends(repo)
+    stats = build(repo, contributors=[LetterEmbedder()])
+    assert stats.rebuilt
+    assert any("built by another version and was rebuilt" in note for note in stats.notes)
+    assert stats.contributors["letters"] == f"ok (embedded {stats.nodes})"
+    assert opened(repo).vector.search("letters", letters("cart"), limit=1)

@@ -177,6 +177,28 @@ def test_static_truncates_to_the_first_max_tokens() -> None:
     np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
 
 
+def test_static_ids_are_the_tokenizers_own_for_plain_and_other_texts(
+    static: StaticEmbedder,
+) -> None:
+    from tokenizers import Tokenizer
+
+    reference = Tokenizer.from_file(str(static.model_dir / "tokenizer.json"))
+    reference.no_padding()
+    reference.enable_truncation(static.max_tokens)
+    # Real source code (this package's), cut at arbitrary places, beside the varied texts.
+    source = "".join(p.read_text("utf-8") for p in sorted(static.model_dir.parent.glob("*.py")))
+    texts = [
+        *EQUIVALENCE_TEXTS,
+        *(source[start : start + 700] for start in range(0, len(source), 350)),
+        "plain [UNK] inside",
+        "a_word_of_more_than_a_hundred_characters_" * 4,
+        "control\x0bchar\x00s and\x7fdelete",
+    ]
+    clipped = [text[: static.max_tokens * static.CHARS_PER_TOKEN_BUDGET] for text in texts]
+    expected = [e.ids for e in reference.encode_batch(clipped, add_special_tokens=False)]
+    assert static.tokenize(texts) == expected
+
+
 def test_static_rejects_a_bare_string(static: StaticEmbedder) -> None:
     with pytest.raises(TypeError, match="single str"):
         static.embed("not a list")

@@ -89,9 +89,9 @@ def assemble(
     from contextfuse.cli.lock_notice import announce_lock_wait
     from contextfuse.cli.progress import progress_bar
     from contextfuse.cli.render import render_markdown
+    from contextfuse.cli.root_choice import current_root
     from contextfuse.errors import ContextfuseError
     from contextfuse.limits import clean_text, empty_payload_hint, request_problem
-    from contextfuse.repo_root import find_repo_root
 
     if query == "-":
         query = sys.stdin.read()
@@ -99,7 +99,7 @@ def assemble(
     problem = request_problem(query, budget, reserved)
     if problem is not None:
         fail(problem[1])
-    root = repo if repo is not None else find_repo_root(Path.cwd())
+    root = repo if repo is not None else current_root(quiet=quiet)
     try:
         with ContextAssembler(
             root, index_dir=index_dir, config=_with_store(root, store)

@@ -42,14 +42,14 @@ def explore(
     It is the `serve` page (`/`) for this repository alone; stop it with Ctrl-C.
     """
     require_serve_extra()
+    from contextfuse.cli.root_choice import current_root
     from contextfuse.cli.serve_cmd import project_name
     from contextfuse.errors import ContextfuseError
     from contextfuse.plugin_manager import make_plugin_manager
-    from contextfuse.repo_root import find_repo_root
     from contextfuse.server.run import serve
     from contextfuse.server.settings import load_server_settings
 
-    root = repo.resolve() if repo is not None else find_repo_root(Path.cwd())
+    root = repo.resolve() if repo is not None else current_root()
     name = project_name(root.name)
     state: dict[str, str | int] = {"project": name, "budget": budget}
     if query:

@@ -73,11 +73,11 @@ def index(
     """
     from contextfuse.cli.lock_notice import announce_lock_wait
     from contextfuse.cli.progress import progress_bar
+    from contextfuse.cli.root_choice import current_root
     from contextfuse.errors import ConfigError, KnowledgeBaseError
     from contextfuse.kb import index as build_index
-    from contextfuse.repo_root import find_repo_root
 
-    root = path if path is not None else find_repo_root(Path.cwd())
+    root = path if path is not None else current_root(quiet=quiet)
     announce_lock_wait(index_dir or root / ".contextfuse")
     flags = {"hot_days": hot_days, "warm_days": warm_days, "retention_days": retention_days}
     try:

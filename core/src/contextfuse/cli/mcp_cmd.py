@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from contextfuse.cli.output import fail, require_serve_extra
@@ -16,8 +14,8 @@ from contextfuse.cli.serve_cmd import parse_projects, project_name
     "projects",
     multiple=True,
     metavar="NAME=PATH",
-    help="Serve the repository at PATH as project NAME (repeatable; default: the current "
-    "directory, named after it).",
+    help="Serve the repository at PATH as project NAME (repeatable; default: the project the "
+    "current folder is in, named after its folder).",
 )
 def mcp(projects: tuple[str, ...]) -> None:
     """Serve tools (assemble_context, list_strategies, compact_transcript) and the projects'
@@ -32,8 +30,10 @@ def mcp(projects: tuple[str, ...]) -> None:
 
     chosen = parse_projects(projects)
     if not chosen:
-        here = Path.cwd()
-        chosen = {project_name(here.name): here}
+        from contextfuse.cli.root_choice import current_root
+
+        root = current_root()
+        chosen = {project_name(root.name): root}
     try:
         settings = load_server_settings(None, projects=chosen, refresh_interval_s=30.0)
         pool = ProjectPool(settings.projects, refresh_interval_s=settings.refresh_interval_s)

@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 _REPO = click.option(
     "--repo",
     type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="The repository whose plans these are.",
+    default=None,
+    help="The repository whose plans these are (default: the one the current folder is in).",
 )
 _INDEX_DIR = click.option(
     "--index-dir",
@@ -36,13 +35,14 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def _store(repo: Path, index_dir: Path | None) -> Iterator[SQLitePlanStore]:
+def _store(repo: Path | None, index_dir: Path | None) -> Iterator[SQLitePlanStore]:
     """The plan store; any contextfuse error becomes ``error: ...`` and exit status 2."""
+    from contextfuse.cli.root_choice import current_root
     from contextfuse.errors import ContextfuseError
     from contextfuse.kb import open_plan_store
 
     try:
-        store = open_plan_store(repo, index_dir=index_dir)
+        store = open_plan_store(repo or current_root(), index_dir=index_dir)
     except ContextfuseError as exc:
         fail(str(exc))
         return
@@ -92,7 +92,7 @@ def add(
     body: str | None,
     body_file: Path | None,
     parent: str | None,
-    repo: Path,
+    repo: Path | None,
     index_dir: Path | None,
     fmt: str,
 ) -> None:
@@ -134,7 +134,7 @@ def decide(
     body_file: Path | None,
     status: str,
     supersedes: tuple[str, ...],
-    repo: Path,
+    repo: Path | None,
     index_dir: Path | None,
     fmt: str,
 ) -> None:
@@ -154,7 +154,9 @@ def decide(
 @click.argument("plan_id")
 @click.option("--abandoned", is_flag=True, help="The plan was given up (default: done).")
 @_common
-def close(plan_id: str, abandoned: bool, repo: Path, index_dir: Path | None, fmt: str) -> None:
+def close(
+    plan_id: str, abandoned: bool, repo: Path | None, index_dir: Path | None, fmt: str
+) -> None:
     """Close plan PLAN_ID as done (or abandoned)."""
     from contextfuse.kb.plans import dump
 
@@ -169,7 +171,7 @@ def close(plan_id: str, abandoned: bool, repo: Path, index_dir: Path | None, fmt
 @plan.command("show")
 @click.argument("record_id")
 @_common
-def show(record_id: str, repo: Path, index_dir: Path | None, fmt: str) -> None:
+def show(record_id: str, repo: Path | None, index_dir: Path | None, fmt: str) -> None:
     """Show a plan with its ancestors and their decisions (nearest first), or a decision."""
     from contextfuse.kb.plans import dump, render
 
@@ -223,7 +225,7 @@ def show(record_id: str, repo: Path, index_dir: Path | None, fmt: str) -> None:
 @click.option("--decisions", is_flag=True, help="List the decisions imported from ADR files too.")
 @_common
 def list_plans(
-    status: str | None, decisions: bool, repo: Path, index_dir: Path | None, fmt: str
+    status: str | None, decisions: bool, repo: Path | None, index_dir: Path | None, fmt: str
 ) -> None:
     """List plans, newest first."""
     from contextfuse.kb.plans import dump

@@ -28,15 +28,20 @@ def context() -> None:
     help="A strategy to enable for this project (repeatable, in order).",
 )
 @click.option(
-    "--repo", type=click.Path(file_okay=False, path_type=Path), default=".", show_default=True
+    "--repo",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The repository (default: the one the current folder is in).",
 )
-def set_context(strategies: tuple[str, ...], repo: Path) -> None:
+def set_context(strategies: tuple[str, ...], repo: Path | None) -> None:
     """Replace this project's enabled strategies (context.strategies.enabled)."""
+    from contextfuse.cli.root_choice import current_root
     from contextfuse.config import load_config, write_project_strategies
     from contextfuse.errors import ContextfuseError
     from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.registry import StrategyRegistry
 
+    repo = repo or current_root()
     try:
         config = load_config(repo)
         registry = StrategyRegistry(make_plugin_manager(component_pins=config.components), config)

@@ -18,19 +18,21 @@ def strategies() -> None:
 @click.option(
     "--repo",
     type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    show_default=True,
-    help="Judge availability against this repository's index.",
+    default=None,
+    help="Judge availability against this repository's index (default: the one the current "
+    "folder is in).",
 )
 @FORMAT_OPTION
-def list_strategies(repo: Path, fmt: str) -> None:
+def list_strategies(repo: Path | None, fmt: str) -> None:
     """Show every strategy with its capabilities and quality score, available or not, and why."""
+    from contextfuse.cli.root_choice import current_root
     from contextfuse.config import load_config
     from contextfuse.errors import ContextfuseError
     from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.registry import StrategyRegistry
     from contextfuse.stores import choose_provider
 
+    repo = repo or current_root()
     try:
         config = load_config(repo)
         pm = make_plugin_manager(component_pins=config.components)

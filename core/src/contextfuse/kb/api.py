@@ -14,7 +14,7 @@ from typing import Any
 from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import freshness
-from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE, git_toplevel
+from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend
 from contextfuse.kb.layout import DEFAULT_INDEX_DIR
@@ -23,6 +23,7 @@ from contextfuse.kb.plans import SQLitePlanStore, ensure_plan_schema, has_plan_s
 from contextfuse.kb.store import DB_NAME, Database
 from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.vector import SQLiteVectorBackend
+from contextfuse.repo_root import find_repo_root
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
 __all__ = [
@@ -39,10 +40,10 @@ PathLike = str | os.PathLike[str]
 
 
 def resolve_root(path: PathLike = ".") -> Path:
-    """The folder to index: ``"."`` means the current repository (its top level), if any."""
+    """The folder to index: ``"."`` means the current project (see
+    :func:`contextfuse.repo_root.find_repo_root`), any other path that folder."""
     if str(path) == ".":
-        cwd = Path.cwd()
-        return git_toplevel(cwd) or cwd.resolve()
+        return find_repo_root(Path.cwd())
     return Path(path).expanduser().resolve()
 
 
@@ -70,16 +71,18 @@ def index_unchanged(
     contributors: Sequence[Any] = (),
     tokenizer: Tokenizer | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    project: str | None = None,
 ) -> bool:
     """True when an index run with these arguments would change nothing.
 
     Answered from file-system stats in milliseconds (see ``contextfuse.kb.freshness``); False
-    whenever that cannot be proven, e.g. before the first run.
+    whenever that cannot be proven, e.g. before the first run, or when ``project`` names the
+    index otherwise than it is named (the run renames it).
     """
     root = resolve_root(path)
     tokenizer = tokenizer or default_tokenizer()
     settings = freshness.settings(tokenizer.name, max_file_size, contributors)
-    return freshness.unchanged(root, index_dir_of(root, index_dir), settings)
+    return freshness.unchanged(root, index_dir_of(root, index_dir), settings, project)
 
 
 def open_sqlite_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) -> BackendSet:

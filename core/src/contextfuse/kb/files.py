@@ -3,8 +3,9 @@
 Discovery lists what git would track (``git ls-files -co --exclude-standard``; without git,
 a walk that honours ``.gitignore`` files with pathspec), then applies ``.contextfuseignore``
 and drops the index directory, ``.git`` and symbolic links. Reading a file classifies it:
-binary, too large, minified or generated, secret (by name), or text, with secrets in the
-text redacted.
+binary, too large, minified or generated, secret (by name), or text (decoded by
+``contextfuse.kb.decode``: byte-order marks, UTF-16, declared encodings, else UTF-8), with
+secrets in the text redacted.
 
 No link is ever followed: a path is read only when none of its components is a symbolic
 link, checked when it is listed (a tracked folder later replaced by a link is skipped) and
@@ -26,6 +27,7 @@ from pathlib import Path
 import attrs
 
 from contextfuse.kb import secrets
+from contextfuse.kb.decode import decode_text
 
 __all__ = [
     "DEFAULT_MAX_FILE_SIZE",
@@ -46,7 +48,6 @@ _MAX_LINE = 1_000  # a line longer than this marks a minified or generated file
 #: Below this share of spaces in its long lines, a file reads as minified, not as prose
 #: (English text is about 15% spaces; minified JavaScript 1-3%).
 _MIN_BLANK_SHARE = 0.08
-_SNIFF = 8192
 _GENERATED_NAMES = (
     ".min.js",
     ".min.css",
@@ -63,7 +64,6 @@ _GENERATED_NAMES = (
     "gemfile.lock",
     "go.sum",
 )
-_TEXT_BYTES = bytes({7, 8, 9, 10, 12, 13, 27} | set(range(0x20, 0x100)) - {0x7F})
 
 
 @attrs.frozen(slots=True)
@@ -307,10 +307,9 @@ def read_file(root: Path, candidate: Candidate, max_size: int) -> tuple[bytes, F
         return Skip(path, f"unreadable ({exc.strerror or exc})")
     if len(data) > max_size:
         return Skip(path, f"larger than {max_size} bytes")
-    head = data[:_SNIFF]
-    if b"\0" in head or len(head.translate(None, _TEXT_BYTES)) * 10 > len(head):
+    text = decode_text(data, path)
+    if text is None:
         return Skip(path, "binary")
-    text = data.decode("utf-8", "replace")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if _minified(text):

@@ -265,8 +265,11 @@ def write_snapshot(index_dir: Path, found: Survey, config: dict[str, Any]) -> No
             tmp.unlink()
 
 
-def unchanged(root: Path, index_dir: Path, config: dict[str, Any]) -> bool:
-    """True when nothing that an index run of ``root`` reads has changed since the last one."""
+def unchanged(
+    root: Path, index_dir: Path, config: dict[str, Any], project: str | None = None
+) -> bool:
+    """True when nothing that an index run of ``root`` reads has changed since the last one
+    (and the index is named ``project``, when one is given: another name renames it)."""
     try:
         data = json.loads((index_dir / SNAPSHOT_NAME).read_text("utf-8"))
         if data.get("format") != _FORMAT or data.get("root") != str(root):
@@ -284,6 +287,10 @@ def unchanged(root: Path, index_dir: Path, config: dict[str, Any]) -> bool:
             racy = conn.execute("SELECT value FROM meta WHERE key = ?", (RACY_KEY,)).fetchone()
             if racy is not None and json.loads(racy[0]):
                 return False
+            if project is not None:
+                named = conn.execute("SELECT value FROM meta WHERE key = 'project'").fetchone()
+                if named is None or named[0] != project:
+                    return False
             base = str(root)
             rows = conn.execute(
                 "SELECT path, size, mtime_ns FROM files UNION ALL"

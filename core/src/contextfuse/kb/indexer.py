@@ -32,6 +32,7 @@ from contextfuse.kb import files as discovery
 from contextfuse.kb import freshness, generation
 from contextfuse.kb.adr import ADR_FOLDERS, import_adrs
 from contextfuse.kb.compressed import stored_text
+from contextfuse.kb.diskspace import disk_full_error, full_disk, is_disk_full
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend, update_history
 from contextfuse.kb.layout import DEFAULT_INDEX_DIR
@@ -49,6 +50,7 @@ from contextfuse.kb.process import (
     process_file,
     worker_started,
 )
+from contextfuse.kb.project_name import check_project_name, rename_project
 from contextfuse.kb.store import DB_NAME, Database, remove_index, reset_schema
 from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.tiers import EVICTED
@@ -223,6 +225,7 @@ def build_index(
     tokenizer: Tokenizer | None = None,
     max_file_size: int = discovery.DEFAULT_MAX_FILE_SIZE,
     workers: int | None = None,
+    project: str | None = None,
 ) -> IndexStats:
     """Build or refresh the index of ``root``; see :func:`contextfuse.kb.index`."""
     started = time.perf_counter()
@@ -236,6 +239,8 @@ def build_index(
     root = root.resolve()
     if not root.is_dir():
         raise KnowledgeBaseError(f"{root} is not a directory")
+    if project is not None:
+        check_project_name(project)
     index_dir = (index_dir or root / DEFAULT_INDEX_DIR).resolve()
     prepare_index_dir(index_dir, root)
     tokenizer = tokenizer or default_tokenizer()
@@ -244,12 +249,17 @@ def build_index(
         db = _open_for_write(index_dir / DB_NAME, rebuild)
         try:
             run = _Run(root, index_dir, db, tokenizer, progress, max_file_size, workers)
+            run.wanted_name = project
             stats = run.execute(rebuild)
             stats.notes[:0] = lock_notes
             run.contribute(stats, contributors)
             run.finish(stats)
         except sqlite3.DatabaseError as exc:  # e.g. a page of the file is damaged
             raise db.error(exc) from exc
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full_error(index_dir) from exc
+            raise
         finally:
             db.close()
     stats.seconds = time.perf_counter() - started
@@ -264,7 +274,14 @@ def prepare_index_dir(index_dir: Path, root: Path) -> None:
         raise KnowledgeBaseError(f"cannot create the index directory {index_dir}: {exc}") from exc
     ignore = index_dir / ".gitignore"
     if index_dir.is_relative_to(root) and not ignore.exists():
-        ignore.write_text("# created by contextfuse: the index is not part of the repository\n*\n")
+        try:
+            ignore.write_text(
+                "# created by contextfuse: the index is not part of the repository\n*\n"
+            )
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise disk_full_error(index_dir) from exc
+            raise KnowledgeBaseError(f"cannot write {ignore}: {exc}") from exc
 
 
 def _open_for_write(path: Path, rebuild: bool) -> Database:
@@ -306,6 +323,7 @@ class _Run:
         self.racy: set[str] = set()  # read in this run, too close to their last change
         self.racy_before: set[str] = set()  # so read by the previous run
         self.project = root.name
+        self.wanted_name: str | None = None  # the name asked for; None: keep the stored one
         self.changed: list[str] = []
         self.removed: list[str] = []
         self.written: list[str] = []  # paths parsed and written in this run
@@ -341,6 +359,7 @@ class _Run:
                 reset_schema(conn)
                 meta = {}
                 stats.rebuilt = True
+            self.name_project(meta, stats)
             if outdated and not rebuild:
                 stats.notes.append("the index was built by another version and was rebuilt")
             self.racy_before = set(json.loads(meta.get(freshness.RACY_KEY) or "[]"))
@@ -369,8 +388,10 @@ class _Run:
                     freshness.RACY_KEY: json.dumps(sorted(self.racy)),
                 }
             )
-            if changed and len(self.changed) > 1000:
-                conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")  # merge FTS segments
+            if changed and (len(self.changed) > 1000 or stats.files_removed):
+                # Merge the FTS segments: faster search after a big change, and the words of
+                # files that left the index leave its file (a deletion is only a marker).
+                conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")
             if changed:
                 writer.rebuild_vocabulary()
             if generation.GENERATION_KEY not in meta:  # an index from before generations
@@ -383,6 +404,17 @@ class _Run:
                 raise self.db.error(exc) from exc
             raise
         return stats
+
+    def name_project(self, meta: Mapping[str, str], stats: IndexStats) -> None:
+        """The name asked for, else the stored one, else the folder's; a stored index of
+        another name is renamed (see ``contextfuse.kb.project_name``)."""
+        stored = meta.get("project")
+        name = self.wanted_name or stored or self.root.name
+        if stored is not None and stored != name:
+            if rename_project(self.conn, stored, name):
+                generation.renew(self.conn)  # the mapped arrays hold the old URIs
+            stats.notes.append(f"the project {stored!r} was renamed {name!r}")
+        self.project = stats.project = name
 
     def adr_files(self) -> dict[str, str]:
         """``{path: sha256}`` of the indexed files under an ADR folder."""
@@ -657,7 +689,18 @@ class _Run:
         with self.db.snapshot():
             _totals(conn, stats)
         stats.notes[:0] = _notes(conn, stats.git)
-        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.OperationalError as exc:
+            if not is_disk_full(exc):
+                raise
+            # The run is committed (in the write-ahead log, which readers use); copying it
+            # into the index file needs room the disk lacks. A later run copies it.
+            stats.notes.append(
+                f"{full_disk(self.index_dir)} is full: the index was written to its "
+                "write-ahead log and is used from there; free some space so that it can be "
+                "moved into the index file"
+            )
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 import attrs
@@ -24,7 +24,15 @@ import attrs
 from contextfuse.kb.parsed import ParsedFile
 from contextfuse.kb.render import NodeDraft
 
-__all__ = ["EdgeRow", "FileFacts", "NodeKey", "build_edges", "extract_facts", "go_module"]
+__all__ = [
+    "EdgeRow",
+    "FileFacts",
+    "NodeKey",
+    "build_edges",
+    "extract_facts",
+    "go_module",
+    "iter_edges",
+]
 
 _CALL = re.compile(r"\.?\b[A-Za-z_]\w*(?=\s*\()")
 _CAPITALISED = re.compile(r"\b[A-Z]\w+")
@@ -126,12 +134,24 @@ def build_edges(
     limits the containment edges to the nodes of those paths (default: all nodes);
     ``go_modules`` maps the module paths declared by ``go.mod`` files to their directories.
     """
-    return _Resolver(list(files), list(nodes), go_modules or {}).edges(only)
+    return list(iter_edges(files, nodes, only, go_modules))
+
+
+def iter_edges(
+    files: Iterable[FileFacts],
+    nodes: Iterable[NodeKey],
+    only: Collection[str] | None = None,
+    go_modules: Mapping[str, str] | None = None,
+) -> Iterator[EdgeRow]:
+    """:func:`build_edges` one file at a time: ``files`` are read as the edges are consumed,
+    and memory holds one file's edges, not the repository's (every edge leaves a node of the
+    file whose facts made it)."""
+    return _Resolver(files, list(nodes), go_modules or {}).edges(only)
 
 
 class _Resolver:
     def __init__(
-        self, files: list[FileFacts], nodes: list[NodeKey], go_modules: Mapping[str, str]
+        self, files: Iterable[FileFacts], nodes: list[NodeKey], go_modules: Mapping[str, str]
     ) -> None:
         self.files = files
         self.go_modules = go_modules
@@ -150,13 +170,14 @@ class _Resolver:
         self.modules, self.module_names = _python_modules(self.file_ids)
         self.edge_weights: Counter[tuple[int, int, str]] = Counter()
 
-    def edges(self, only: Collection[str] | None) -> list[EdgeRow]:
+    def edges(self, only: Collection[str] | None) -> Iterator[EdgeRow]:
         for node in self.nodes:
             if node.parent_id is not None and (only is None or node.path in only):
-                self.edge_weights[(node.parent_id, node.id, "contains")] = 1
+                yield (node.parent_id, node.id, "contains", 1.0)
         for facts in self.files:
+            self.edge_weights.clear()
             self.file_edges(facts)
-        return [(s, t, kind, float(w)) for (s, t, kind), w in self.edge_weights.items()]
+            yield from ((s, t, kind, float(w)) for (s, t, kind), w in self.edge_weights.items())
 
     def add(self, source: int, target: int, kind: str, weight: int = 1) -> None:
         if source != target:

@@ -20,6 +20,7 @@ import attrs
 
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import files as discovery
+from contextfuse.kb.diskspace import disk_full_error, is_disk_full
 from contextfuse.kb.links import extract_facts
 from contextfuse.kb.parse import parse
 from contextfuse.kb.render import render_file
@@ -153,27 +154,35 @@ def index_lock(path: Path, notes: list[str]) -> Iterator[None]:
         yield
         return
     try:
-        handle = open(path, "a+b")  # noqa: SIM115 (closed below, after the unlock)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
     except OSError as exc:
-        raise KnowledgeBaseError(f"cannot lock the index ({path}): {exc}") from exc
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        raise _lock_error(path, exc) from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            handle.seek(0)
-            holder = handle.read().decode("ascii", "replace").strip()
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
             if holder and holder != str(os.getpid()):
                 notes.append(
                     f"the index lock was held by process {holder}, which ended without "
                     "releasing it (killed?); it was taken over"
                 )
-            handle.truncate(0)
-            handle.write(str(os.getpid()).encode())
-            handle.flush()
+            os.ftruncate(fd, 0)
+            try:
+                os.pwrite(fd, str(os.getpid()).encode(), 0)
+            except OSError as exc:
+                raise _lock_error(path, exc) from exc
             yield
         finally:
-            handle.truncate(0)
-            handle.flush()
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _lock_error(path: Path, exc: OSError) -> KnowledgeBaseError:
+    if is_disk_full(exc):
+        return disk_full_error(path.parent)
+    return KnowledgeBaseError(f"cannot lock the index ({path}): {exc}")
 
 
 def lock_holder(path: Path) -> str:

@@ -35,6 +35,7 @@ def index(
     tokenizer: Tokenizer | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     workers: int | None = None,
+    project: str | None = None,
 ) -> IndexStats:
     """Build or refresh the index of a repository and return what was done.
 
@@ -51,6 +52,8 @@ def index(
         runs where processes can fork (Linux, no other thread running), else this process.
         A number above 1 forces worker processes; where they are spawned, the calling script
         needs the usual ``if __name__ == "__main__":`` guard.
+    :param project: the project name of the URIs (``project://<project>/...``). Default: the
+        name the index has, else the folder's; another name renames the index.
     :raises KnowledgeBaseError: the index cannot be built or its file is corrupt or foreign.
     """
     root = resolve_root(path)
@@ -63,6 +66,7 @@ def index(
         tokenizer=tokenizer,
         max_file_size=max_file_size,
         workers=workers,
+        project=project,
     )
 
 

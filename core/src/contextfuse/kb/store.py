@@ -18,7 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from contextfuse.deadline import expired
 from contextfuse.errors import KnowledgeBaseError
+from contextfuse.kb.diskspace import disk_full_error, is_disk_full
 
 __all__ = [
     "APPLICATION_ID",
@@ -35,13 +37,17 @@ APPLICATION_ID = 0x43465553  # "CFUS"
 #: Bump on any change to the tables or to what full-text search indexes (``terms``, ``render``):
 #: deletions from the contentless FTS table replay the indexed text. Version 3: history and
 #: files redacted more thoroughly (an index of version 2 may hold secrets: it is rebuilt).
-SCHEMA_VERSION = 3
+#: Version 4: compact vectors (int8 codes and float16, ``kb/vector.py``).
+#: Version 5: files decoded by their declared encoding or byte-order mark (``kb/decode``);
+#: an older index holds them garbled, or skipped as binary with that reason cached.
+SCHEMA_VERSION = 5
 DB_NAME = "index.db"
 #: Tables whose name starts with this belong to the plan store, which has its own schema
 #: version (``kb/plans.py``); a rebuild of the index keeps them.
 KEPT_PREFIX = "plan_"
 _BUSY_TIMEOUT_MS = 30_000
-#: SQLite virtual-machine steps between two checks of whether the index was closed.
+#: SQLite virtual-machine steps between two checks of whether the index was closed or the
+#: reading thread's deadline (``contextfuse.deadline``) has passed.
 _PROGRESS_STEPS = 10_000
 
 _SCHEMA = """
@@ -151,9 +157,13 @@ CREATE TABLE cochange (
     PRIMARY KEY (a, b)
 ) WITHOUT ROWID;
 CREATE INDEX cochange_b ON cochange(b);
+-- Compact (kb/vector.py): codes, int8 times scale, are what a search scans, vector (float16)
+-- what it rescores its best candidates with: a row stays well inside a page (no overflow).
 CREATE TABLE vectors (
     model TEXT NOT NULL,
     content_hash TEXT NOT NULL,
+    scale REAL NOT NULL,
+    codes BLOB NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY (model, content_hash)
 ) WITHOUT ROWID;
@@ -186,13 +196,19 @@ class Database:
     # ---- connections -----------------------------------------------------------------------
 
     def connection(self) -> sqlite3.Connection:
-        """This thread's connection (opened on first use)."""
+        """This thread's connection (opened on first use).
+
+        :raises KnowledgeBaseError: the index is closed, or this thread's deadline passed
+            (a strategy past its time stops reading here).
+        """
+        if expired():
+            raise _time_is_up(self.path)
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
             if self._closed:
                 raise KnowledgeBaseError(f"the index {self.path} is closed")
             conn = _connect(self.path)
-            conn.set_progress_handler(self._closing.is_set, _PROGRESS_STEPS)
+            conn.set_progress_handler(self._should_stop, _PROGRESS_STEPS)
             self._local.conn = conn
             with self._lock:
                 self._connections.append((threading.get_ident(), conn))
@@ -218,6 +234,11 @@ class Database:
                 conn.interrupt()
         # Idle threads' connections go with their thread-local slot, here and now.
         del local, connections
+
+    def _should_stop(self) -> bool:
+        # SQLite calls this every _PROGRESS_STEPS steps of a statement, in the thread that
+        # runs it: true interrupts the statement.
+        return self._closing.is_set() or expired()
 
     @property
     def closed(self) -> bool:
@@ -255,6 +276,10 @@ class Database:
         """A KnowledgeBaseError naming the file, the cause and the way out."""
         if self._closed:  # interrupted by close(), or a statement on a closed connection
             return KnowledgeBaseError(f"the index {self.path} was closed while it was read")
+        if expired():  # interrupted by the progress handler: this thread's time is up
+            return _time_is_up(self.path)
+        if is_disk_full(exc):
+            return disk_full_error(self.path.parent)
         return KnowledgeBaseError(
             f"the index {self.path} cannot be read ({exc}); "
             "rebuild it with `contextfuse index --rebuild`"
@@ -274,22 +299,23 @@ class Database:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         except sqlite3.DatabaseError as exc:
-            raise KnowledgeBaseError(
-                f"{self.path} is not a contextfuse index or is corrupt ({exc}); "
-                "rebuild it with `contextfuse index --rebuild`"
-            ) from exc
+            raise _unusable(self.path, exc) from exc
         if app_id == 0 and tables == 0:  # a new file, or one killed before its first commit
             if not create:
                 raise KnowledgeBaseError(
                     f"{self.path} holds no index yet; build it with `contextfuse index`"
                 )
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                create_schema(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    create_schema(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:  # SQLite may have rolled back already
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self.error(exc) from exc
             return "created"
         if app_id != APPLICATION_ID:
             raise KnowledgeBaseError(
@@ -297,6 +323,12 @@ class Database:
                 "move it away or replace it with `contextfuse index --rebuild`"
             )
         return "ok" if version == SCHEMA_VERSION else "outdated"
+
+
+def _time_is_up(path: Path) -> KnowledgeBaseError:
+    return KnowledgeBaseError(
+        f"stopped reading the index {path}: the time allowed for this work ran out"
+    )
 
 
 def create_schema(conn: sqlite3.Connection) -> None:
@@ -329,10 +361,26 @@ def reset_schema(conn: sqlite3.Connection) -> None:
     create_schema(conn)
 
 
+class _Connection(sqlite3.Connection):
+    """A connection that closes itself when its last reference goes.
+
+    :meth:`Database.close` drops other threads' connections instead of closing them under a
+    running statement (a cursor holds its connection): the last reference is the end of their
+    use, where they are closed rather than left unclosed to the finalizer (Python 3.13 warns).
+    """
+
+    def __del__(self) -> None:
+        self.close()
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     # Autocommit mode: transactions are explicit (BEGIN ... COMMIT) where they matter.
     conn = sqlite3.connect(
-        path, timeout=_BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        path,
+        timeout=_BUSY_TIMEOUT_MS / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+        factory=_Connection,
     )
     try:
         conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
@@ -340,15 +388,25 @@ def _connect(path: Path) -> sqlite3.Connection:
         if str(mode).lower() != "wal":
             raise sqlite3.DatabaseError(f"cannot use WAL journal mode (got {mode})")
         conn.execute("PRAGMA synchronous = NORMAL")
+        # Deleted rows and freed pages are overwritten with zeros (whatever the SQLite build's
+        # default): text that leaves the index, a secret's included, leaves the file too.
+        conn.execute("PRAGMA secure_delete = ON")
         # After a checkpoint, a big run's WAL shrinks back to this size (bytes).
         conn.execute("PRAGMA journal_size_limit = 67108864")
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise KnowledgeBaseError(
-            f"{path} is not a contextfuse index or is corrupt ({exc}); "
-            "rebuild it with `contextfuse index --rebuild`"
-        ) from exc
+        raise _unusable(path, exc) from exc
     return conn
+
+
+def _unusable(path: Path, exc: sqlite3.Error) -> KnowledgeBaseError:
+    """The error of an index file that cannot be opened: no room, or not an index of ours."""
+    if is_disk_full(exc):
+        return disk_full_error(path.parent)
+    return KnowledgeBaseError(
+        f"{path} is not a contextfuse index or is corrupt ({exc}); "
+        "rebuild it with `contextfuse index --rebuild`"
+    )
 
 
 def remove_index(path: Path) -> None:

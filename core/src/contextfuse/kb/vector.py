@@ -1,9 +1,17 @@
-"""``VectorBackend`` over the index file: exact cosine search with numpy.
+"""``VectorBackend`` over the index file: a compact scan of every node, then rescoring.
 
 Vectors are stored per ``(model, content_hash)``, normalised at insert, so a node whose text
-did not change is never embedded again (and identical texts share one vector). Search
-multiplies the matrix of the current nodes' vectors by the query; the matrix is built once per
-generation of the index and mapped from its file by every process (``contextfuse.kb.arrays``).
+did not change is never embedded again (and identical texts share one vector). Each vector is
+kept twice, compactly:
+
+* int8 codes with one scale per vector (a quarter of float32): a search multiplies the codes
+  of every current node by the query, in blocks that stay in the processor's cache;
+* float16 (half of float32): the best ``_RESCORE`` candidates per hit asked for are rescored
+  with these, so the final order and scores are those of the float32 cosine to within 0.001.
+
+The codes of the current nodes (with their scales, URIs and content hashes) are built once per
+generation of the index and mapped from their file by every process (``contextfuse.kb.arrays``);
+the float16 vectors are read from SQLite only for the candidates of a search.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import numpy as np
 import numpy.typing as npt
 
@@ -22,7 +31,32 @@ from contextfuse.kb.arrays import PackedStrings, load_arrays, pack_strings
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
 
-__all__ = ["SQLiteVectorBackend"]
+__all__ = ["SQLiteVectorBackend", "quantize"]
+
+_RESCORE = 4  # candidates rescored per hit asked for
+_SCAN_BLOCK = 2048  # rows converted to float32 at a time (a few hundred kB: cache-sized)
+_CODE_MAX = 127
+
+
+@attrs.frozen
+class _Codes:
+    """The int8 codes of one model's vectors for the current nodes, in node order."""
+
+    uris: Sequence[str]
+    hashes: Sequence[str]
+    codes: npt.NDArray[np.int8]  # (nodes, dimensions)
+    scales: npt.NDArray[np.float32]  # (nodes,): code * scale = component
+
+
+def quantize(
+    matrix: npt.NDArray[np.float32],
+) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float32]]:
+    """Symmetric int8 codes of each row and the scale that turns them back into floats."""
+    peaks = np.abs(matrix).max(axis=1) if matrix.size else np.zeros(len(matrix), np.float32)
+    scales = (peaks / _CODE_MAX).astype(np.float32)
+    divisors = np.where(scales > 0, scales, 1.0).astype(np.float32)
+    codes = np.rint(matrix / divisors[:, None]).astype(np.int8)
+    return codes, scales
 
 
 class SQLiteVectorBackend:
@@ -31,7 +65,7 @@ class SQLiteVectorBackend:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[Sequence[str], npt.NDArray[np.float32]]] = {}
+        self._cache: dict[str, _Codes] = {}
         self._version = ""
 
     def models(self) -> list[str]:
@@ -48,23 +82,28 @@ class SQLiteVectorBackend:
         self, model: str, vector: npt.NDArray[np.float32], limit: int = 50
     ) -> list[SearchHit]:
         """Nearest nodes by cosine similarity for vectors of ``model``, best first."""
-        uris, matrix = self._matrix(model)
-        if not uris or limit <= 0:
+        stored = self._codes(model)
+        if not stored.uris or limit <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != matrix.shape[1]:
+        if query.shape[0] != stored.codes.shape[1]:
             raise ValueError(
                 f"query vector has {query.shape[0]} dimensions; {model!r} vectors have "
-                f"{matrix.shape[1]}"
+                f"{stored.codes.shape[1]}"
             )
         norm = float(np.linalg.norm(query))
         if norm == 0.0:
             return []
-        scores = matrix @ (query / norm)
-        count = min(limit, len(uris))
-        top = np.argpartition(-scores, count - 1)[:count]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [SearchHit(uris[i], float(scores[i])) for i in top]
+        query = query / norm
+        approximate = _scan(stored.codes, stored.scales, query)
+        count = min(limit, len(stored.uris))
+        pool = min(len(stored.uris), count * _RESCORE)
+        candidates = np.argpartition(-approximate, pool - 1)[:pool]
+        scores = self._rescore(model, [stored.hashes[i] for i in candidates], query)
+        scores = np.where(np.isnan(scores), approximate[candidates], scores)
+        # Best first; equal scores in node order, so that a search is reproducible.
+        order = np.lexsort((candidates, -scores))[:count]
+        return [SearchHit(stored.uris[candidates[i]], float(scores[i])) for i in order]
 
     def missing(self, model: str, items: Mapping[str, str]) -> list[str]:
         """Of ``{uri: content_hash}``, the URIs with no vector cached for that hash."""
@@ -98,8 +137,10 @@ class SQLiteVectorBackend:
             )
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        codes, scales = quantize(matrix)
+        halves = matrix.astype("<f2")
         rows = [
-            (model, digest, matrix[i].astype("<f4").tobytes())
+            (model, digest, float(scales[i]), codes[i].tobytes(), halves[i].tobytes())
             for i, digest in enumerate(content_hashes)
         ]
         conn = self._db.connection()
@@ -108,7 +149,8 @@ class SQLiteVectorBackend:
             if own:
                 conn.execute("BEGIN IMMEDIATE")
             conn.executemany(
-                "INSERT OR REPLACE INTO vectors (model, content_hash, vector) VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO vectors (model, content_hash, scale, codes, vector) "
+                "VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
             generation.renew(conn)
@@ -121,7 +163,30 @@ class SQLiteVectorBackend:
         with self._lock:  # this process wrote: nothing it cached before is current
             self._cache.clear()
 
-    def _matrix(self, model: str) -> tuple[Sequence[str], npt.NDArray[np.float32]]:
+    def _rescore(
+        self, model: str, hashes: list[str], query: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float64]:
+        """Cosine of each candidate from its float16 vector (NaN where it is gone)."""
+        found: dict[str, bytes] = {}
+        for chunk in chunked(sorted(set(hashes))):
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self._db.read(
+                    "SELECT content_hash, vector FROM vectors WHERE model = ? "
+                    f"AND content_hash IN ({marks})",
+                    [model, *chunk],
+                )
+            )
+        scores = np.full(len(hashes), np.nan)
+        rows = [
+            i for i, digest in enumerate(hashes) if len(found.get(digest, b"")) // 2 == len(query)
+        ]
+        if rows:
+            halves = np.frombuffer(b"".join(found[hashes[i]] for i in rows), dtype="<f2")
+            scores[rows] = halves.reshape(len(rows), -1).astype(np.float32) @ query
+        return scores
+
+    def _codes(self, model: str) -> _Codes:
         version = generation.read_key(self._db)
         with self._lock:
             if version != self._version:
@@ -130,27 +195,55 @@ class SQLiteVectorBackend:
             cached = self._cache.get(model)
             if cached is None:
                 key, arrays = load_arrays(
-                    self._db, f"vectors-{model}", lambda conn: _vector_arrays(conn, model)
+                    self._db, f"codes-{model}", lambda conn: _code_arrays(conn, model)
                 )
-                cached = (PackedStrings(arrays["uri_data"], arrays["uri_ends"]), arrays["matrix"])
+                cached = _Codes(
+                    uris=PackedStrings(arrays["uri_data"], arrays["uri_ends"]),
+                    hashes=PackedStrings(arrays["hash_data"], arrays["hash_ends"]),
+                    codes=arrays["codes"],
+                    scales=arrays["scales"],
+                )
                 if key == version:
                     self._cache[model] = cached
             return cached
 
 
-def _vector_arrays(conn: sqlite3.Connection, model: str) -> dict[str, npt.NDArray[Any]]:
-    """The matrix of the current nodes' vectors of ``model``, one row per node in id order,
-    and the nodes' URIs."""
+def _code_arrays(conn: sqlite3.Connection, model: str) -> dict[str, npt.NDArray[Any]]:
+    """The int8 codes and scales of the current nodes' vectors of ``model``, one row per node
+    in id order, and the nodes' URIs and content hashes."""
     rows = conn.execute(
-        "SELECT n.uri, v.vector FROM nodes n JOIN vectors v "
+        "SELECT n.uri, n.content_hash, v.scale, v.codes FROM nodes n JOIN vectors v "
         "ON v.model = ? AND v.content_hash = n.content_hash ORDER BY n.id",
         (model,),
     ).fetchall()
     if rows:
-        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype="<f4")
-        # A read-only view of the fetched bytes: no copy on little-endian machines.
-        matrix = matrix.reshape(len(rows), -1).astype(np.float32, copy=False)
+        codes = np.frombuffer(b"".join(row[3] for row in rows), dtype=np.int8)
+        codes = codes.reshape(len(rows), -1)
     else:
-        matrix = np.zeros((0, 0), dtype=np.float32)
+        codes = np.zeros((0, 0), dtype=np.int8)
+    scales = np.array([row[2] for row in rows], dtype=np.float32)
     uris = pack_strings([row[0] for row in rows])
-    return {"matrix": matrix, "uri_data": uris["data"], "uri_ends": uris["ends"]}
+    hashes = pack_strings([row[1] for row in rows])
+    return {
+        "codes": codes,
+        "scales": scales,
+        "uri_data": uris["data"],
+        "uri_ends": uris["ends"],
+        "hash_data": hashes["data"],
+        "hash_ends": hashes["ends"],
+    }
+
+
+def _scan(
+    codes: npt.NDArray[np.int8], scales: npt.NDArray[np.float32], query: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """Approximate cosine of every row: int8 codes times the query, a block at a time."""
+    scores = np.empty(len(codes), dtype=np.float32)
+    block = np.empty((min(_SCAN_BLOCK, len(codes)), codes.shape[1]), dtype=np.float32)
+    for start in range(0, len(codes), _SCAN_BLOCK):
+        rows = codes[start : start + _SCAN_BLOCK]
+        floats = block[: len(rows)]
+        np.copyto(floats, rows, casting="unsafe")
+        np.matmul(floats, query, out=scores[start : start + len(rows)])
+    scores *= scales
+    return scores

@@ -11,13 +11,14 @@ import json
 import posixpath
 import sqlite3
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from sys import intern
 from typing import Any
 
 import attrs
 
 from contextfuse.kb import generation
 from contextfuse.kb.compressed import stored_text
-from contextfuse.kb.links import FileFacts, NodeKey, build_edges, go_module
+from contextfuse.kb.links import FileFacts, NodeKey, go_module, iter_edges
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.render import DEPTHS, NodeDraft, own_text
 from contextfuse.kb.terms import name_terms, parts_text, path_terms
@@ -265,14 +266,16 @@ class IndexWriter:
         file's edges still hold (no file added or removed, no symbol added or removed).
         """
         generation.renew(self.conn)
+        rows: Iterable[tuple[str, str, str]]
         if paths is None:
             self.conn.execute("DELETE FROM edges")
-            rows = self.conn.execute("SELECT path, language, facts FROM files").fetchall()
+            # Read as the edges are written: the facts of every file are never all in memory.
+            rows = self.conn.execute("SELECT path, language, facts FROM files ORDER BY id")
         else:
-            rows = []
+            rows = chosen = []
             for chunk in chunked(sorted(paths)):
                 marks = ",".join("?" * len(chunk))
-                rows += self.conn.execute(
+                chosen += self.conn.execute(
                     f"SELECT path, language, facts FROM files WHERE path IN ({marks})", chunk
                 ).fetchall()
                 self.conn.execute(
@@ -280,13 +283,14 @@ class IndexWriter:
                     f" ON f.id = n.file_id WHERE f.path IN ({marks}))",
                     chunk,
                 )
-        files = [FileFacts(path, language, json.loads(facts)) for path, language, facts in rows]
-        nodes = list(
-            map(
-                NodeKey._make,
-                self.conn.execute("SELECT id, path, qualname, kind, name, parent_id FROM nodes"),
+        files = (FileFacts(path, language, json.loads(facts)) for path, language, facts in rows)
+        # One string object per path and kind, shared by the nodes (a file has many).
+        nodes = [
+            NodeKey(node_id, intern(path), qualname, intern(kind), name, parent)
+            for node_id, path, qualname, kind, name, parent in self.conn.execute(
+                "SELECT id, path, qualname, kind, name, parent_id FROM nodes"
             )
-        )
+        ]
         go_modules = {}
         for path, content in self.conn.execute(
             "SELECT path, content FROM files WHERE path = 'go.mod' OR path LIKE '%/go.mod'"
@@ -294,11 +298,12 @@ class IndexWriter:
             declared = go_module(stored_text(content))
             if declared:
                 go_modules[declared] = posixpath.dirname(path)
-        edges = build_edges(files, nodes, only=paths, go_modules=go_modules)
+        edges = iter_edges(files, nodes, only=paths, go_modules=go_modules)
+        before = self.conn.total_changes
         self.conn.executemany(
             "INSERT INTO edges (source, target, kind, weight) VALUES (?, ?, ?, ?)", edges
         )
-        return len(edges)
+        return self.conn.total_changes - before
 
     def rebuild_vocabulary(self) -> None:
         """Copy every term's document frequency out of the full-text index."""

@@ -102,7 +102,8 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
     # On the event loop, not a worker thread: it answers while every thread is busy.
     @app.get("/healthz", summary="Liveness and the projects served.")
     async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "projects": list(pool.names())}
+        # stale: projects whose last refresh failed (served as they were), and why.
+        return {"status": "ok", "projects": list(pool.names()), "stale": pool.problems()}
 
     @app.get("/v1/strategies", summary="Every strategy, judged against each served index.")
     def strategies(

@@ -8,6 +8,7 @@ wait for it.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +22,8 @@ from contextfuse.kb.files import inside_repository
 from contextfuse.models import ContextPayload
 
 __all__ = ["ProjectPool", "ReadWriteLock", "WarmProject"]
+
+logger = logging.getLogger(__name__)
 
 
 class ReadWriteLock:
@@ -77,21 +80,29 @@ class WarmProject:
         self.name = name
         self.repo = repo
         config = load_config(repo).with_index(store=store)
-        self.assembler = ContextAssembler(repo, config=config)
+        # The URIs name the project as served, whatever its folder's name.
+        self.assembler = ContextAssembler(repo, config=config, project=name)
         self._interval = refresh_interval_s
         self._clock = clock
         self._lock = ReadWriteLock()
         self._refreshing = threading.Lock()
         self._refreshed_at: float | None = None
         self._open = False
+        #: Why the last refresh failed (the index served is then the one before it), or None.
+        self.problem: str | None = None
 
     def refresh(self) -> Any:
-        """Refresh the index incrementally and reopen its backends; returns the index stats."""
+        """Refresh the index incrementally and reopen its backends; returns the index stats.
+
+        A refresh that fails (a full disk, say) leaves the index as it was: when there is
+        one, it is served on, ``problem`` says why it is not fresh, and the next refresh is
+        tried an interval later. With no index to serve, the error is raised.
+        """
         with self._refreshing:
             return self._refresh()
 
     def _refresh(self) -> Any:
-        if self._open and self.assembler.unchanged():
+        if self._open and self.problem is None and self.assembler.unchanged():
             # Proven from stats alone: requests go on, nothing is locked or reopened.
             self._refreshed_at = self._clock()
             return None
@@ -99,7 +110,19 @@ class WarmProject:
         try:
             if self._open:
                 self.assembler.backends.nodes.close()
-            stats = self.assembler.refresh(force=True)
+            try:
+                stats = self.assembler.refresh(force=True)
+            except KnowledgeBaseError as exc:
+                if not self.assembler.has_index():
+                    raise
+                stats = None
+                if str(exc) != self.problem:  # said once, not at every interval
+                    logger.warning("project %s: serving the index as it was: %s", self.name, exc)
+                self.problem = str(exc)
+            else:
+                if self.problem is not None:
+                    logger.warning("project %s: the index is fresh again", self.name)
+                self.problem = None
             self._open = self.assembler.backends is not None  # opens them now, not per request
             self._refreshed_at = self._clock()
             return stats
@@ -200,6 +223,14 @@ class ProjectPool:
         """Index every project (incrementally) and open its backends."""
         for project in self.projects.values():
             project.refresh()
+
+    def problems(self) -> dict[str, str]:
+        """Why a project serves an index older than its last refresh, by project name."""
+        return {
+            name: project.problem
+            for name, project in sorted(self.projects.items())
+            if project.problem is not None
+        }
 
     def get(self, name: str) -> WarmProject | None:
         """The project called ``name``, if served."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import math
 import multiprocessing
 import os
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from contextfuse.errors import ConfigError
+from contextfuse.errors import ConfigError, KnowledgeBaseError
 from contextfuse.kb import generation
 from contextfuse.kb.store import Database
 from contextfuse.models import ContextPayload
@@ -44,6 +45,8 @@ from contextfuse.server.projects import ProjectPool, WarmProject
 from contextfuse.server.settings import ServerSettings
 
 __all__ = ["ServedPool", "ServedProject", "serve_workers"]
+
+logger = logging.getLogger(__name__)
 
 _EMPTY = np.zeros(1, dtype=np.float32)
 _STOP_GRACE_S = 30.0  # a stopping worker finishes the requests under way within this
@@ -162,12 +165,20 @@ def serve_workers(settings: ServerSettings, *, announce: Callable[[str], None] =
 
 
 def _refresh_all(pool: ProjectPool, gates: Mapping[str, ServiceGate]) -> None:
+    """Refresh every project whose files changed, its workers locked out meanwhile.
+
+    A run that fails (a full disk) leaves the index as it was and the workers serve it on
+    (see :meth:`WarmProject.refresh`); the service never stops for it.
+    """
     for name in pool.names():
-        assembler = pool.projects[name].assembler
-        if assembler.unchanged():
+        project = pool.projects[name]
+        if project.problem is None and project.assembler.unchanged():
             continue
         with gates[name].exclusive():
-            assembler.refresh(force=True)
+            try:
+                project.refresh()
+            except KnowledgeBaseError as exc:  # no index at all: the next interval tries again
+                logger.warning("project %s: the index could not be built: %s", name, exc)
 
 
 class _Supervisor:

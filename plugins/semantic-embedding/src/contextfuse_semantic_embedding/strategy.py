@@ -57,24 +57,40 @@ class SemanticIndexContributor:
         return self._embedder
 
     def contribute(self, session: Any) -> dict[str, int]:
-        """Compute and store the missing vectors; returns how many were embedded."""
+        """Compute and store the missing vectors; returns how many were embedded.
+
+        Node texts are read a batch at a time, so memory holds one batch, not the index.
+        """
         vector = session.backends.vector
         model = self.embedder.name
         # A store's session may offer the one-query check; without it, every text is read.
         count = getattr(session, "count_without_vectors", None)
-        if count is not None and not count(model, EMBEDDED_KINDS):
+        expected = count(model, EMBEDDED_KINDS) if count is not None else None
+        if expected == 0:
             return {"embedded": 0}
-        texts: dict[str, tuple[str, str]] = {
-            uri: (digest, text)
-            for uri, digest, text in session.iter_node_texts(depth=9, kinds=EMBEDDED_KINDS)
-        }
-        missing = vector.missing(model, {uri: digest for uri, (digest, _) in texts.items()})
-        for start in range(0, len(missing), BATCH):
-            batch = missing[start : start + BATCH]
-            vectors = self.embedder.embed([_embedding_text(u, texts[u][1]) for u in batch])
-            vector.upsert(model, batch, [texts[u][0] for u in batch], vectors)
-            session.progress("embedding", min(start + BATCH, len(missing)), len(missing))
-        return {"embedded": len(missing), "cached": len(texts) - len(missing)}
+        done = {"embedded": 0, "cached": 0}
+        batch: dict[str, tuple[str, str]] = {}
+
+        def flush() -> None:
+            missing = vector.missing(model, {uri: digest for uri, (digest, _) in batch.items()})
+            if missing:
+                texts = [_embedding_text(u, batch[u][1]) for u in missing]
+                vector.upsert(
+                    model, missing, [batch[u][0] for u in missing], self.embedder.embed(texts)
+                )
+            done["embedded"] += len(missing)
+            done["cached"] += len(batch) - len(missing)
+            total = expected if expected is not None else done["embedded"]
+            session.progress("embedding", done["embedded"], max(total, done["embedded"]))
+            batch.clear()
+
+        for uri, digest, text in session.iter_node_texts(depth=9, kinds=EMBEDDED_KINDS):
+            batch[uri] = (digest, text)
+            if len(batch) == BATCH:
+                flush()
+        if batch:
+            flush()
+        return done
 
 
 class SemanticEmbeddingStrategy(NodeScoringStrategy):

@@ -25,6 +25,7 @@ from contextfuse.components.coordination.result import (
 )
 from contextfuse.components.coordination.selector import describe_error
 from contextfuse.components.protocols import Allocation, ExecutionReport
+from contextfuse.deadline import deadline_scope
 from contextfuse.models import (
     ContextBudget,
     ContextFragment,
@@ -84,7 +85,10 @@ class ParallelStrategyExecutor:
     threads (idle workers are kept between rounds; ``close()`` stops them). The round returns
     once every strategy finished or ``executor_timeout`` seconds after it started, whichever
     comes first; a strategy that never returns is abandoned on its worker, which later rounds
-    replace, so it cannot hold up later rounds or interpreter exit.
+    replace, so it cannot hold up later rounds or interpreter exit. Each strategy runs inside
+    a ``contextfuse.deadline`` scope ending with its allowance: past it, the store refuses
+    its reads and interrupts its running query, so an abandoned strategy stops using the
+    index (and any store or strategy that checks the deadline stops too).
 
     Results are validated: a strategy must return a list or tuple of ``ContextFragment``.
     Fragments are kept in the strategy's order while they fit its allocation (one that would
@@ -202,6 +206,9 @@ class ParallelStrategyExecutor:
             return []
         config = self._config
         timeouts = [config.timeout_for(task.allocation.name) for task in tasks]
+        # A ranking is rendered as far down as the whole round's budget could use: the packer
+        # may give any strategy all of it (the best one's candidates come first).
+        round_tokens = sum(task.allocation.tokens for task in tasks)
         # The round waits for the slowest allowance; each strategy is held to its own.
         state: Round[_Outcome] = Round(len(tasks))
 
@@ -209,7 +216,12 @@ class ParallelStrategyExecutor:
             while (index := state.claim()) is not None:
                 allocation = tasks[index].allocation
                 try:
-                    outcome = _run_strategy(allocation, request, backends, plan_context, config)
+                    # A thread cannot be stopped: past its allowance the strategy is stopped
+                    # where it reads the store (see contextfuse.deadline).
+                    with deadline_scope(time.monotonic() + timeouts[index]):
+                        outcome = _run_strategy(
+                            allocation, request, backends, plan_context, config, round_tokens
+                        )
                 except Exception as exc:  # a bug of ours must not leave the round waiting
                     logger.exception("executor failed on strategy %s", allocation.name)
                     outcome = _failure(
@@ -272,8 +284,12 @@ def _run_strategy(
     backends: BackendSet,
     plan_context: PlanContext,
     config: CoordinatorConfig,
+    round_tokens: int,
 ) -> _Outcome:
-    """Call the strategy and turn whatever it does into a validated, limited result."""
+    """Call the strategy and turn whatever it does into a validated, limited result.
+
+    A fragment strategy fills its allocation; a ranking strategy's candidates are rendered as
+    far down as ``round_tokens``, the round's whole budget, could use."""
     name = allocation.name
     tokens = allocation.tokens
     strategy = allocation.strategy
@@ -288,7 +304,7 @@ def _run_strategy(
             )
         )
         if ranking:
-            returned = _rendered(returned, backends, name, tokens, config)
+            returned = _rendered(returned, backends, name, max(tokens, round_tokens), config)
     except BaseException as exc:  # a strategy's failure (even SystemExit) must not kill the worker
         elapsed = (time.perf_counter() - start) * 1000.0
         logger.warning("strategy %s failed: %s", name, describe_error(exc))

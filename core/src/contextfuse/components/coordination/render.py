@@ -8,11 +8,11 @@ candidate's file for the file map, and the lines before a file's first symbol (i
 constants) for the files of the best code. Nothing is chosen here: every depth goes to the
 depth resolver, which picks one, and the packer, which may fall back to another.
 
-**The cut:** a strategy's candidates are rendered down to its list as far as its allocation
-can use: ``max(min_candidates, allocation // tokens_per_candidate)`` of them. The rest are
-below the cut, counted and named in the result's stats (``--explain`` shows them).
+**The cut:** a strategy's candidates are rendered down its list as far as the round's budget
+can use: ``max(min_candidates, tokens // tokens_per_candidate)`` of them. The rest are below
+the cut, counted and named in the result's stats (``--explain`` shows them).
 
-Renderings larger than the allocation are never read: they could not be packed.
+Renderings larger than the budget are never read: they could not be packed.
 """
 
 from __future__ import annotations

@@ -118,7 +118,11 @@ class _PolicyRun:
             if file_uri not in self.file_score:
                 self.file_score[file_uri] = item.score
             evidence.setdefault(file_uri, []).append(item.score)
-        self.file_evidence = {f: sum(v[:_EVIDENCE_NODES]) for f, v in evidence.items()}
+        # No candidate counts below zero: a node that only lower-quality strategies found
+        # (the scorer puts it below every node the leading one found) adds no evidence.
+        self.file_evidence = {
+            f: sum(max(0.0, score) for score in v[:_EVIDENCE_NODES]) for f, v in evidence.items()
+        }
         self.chosen: list[ScoredFragment] = []
         self.taken: set[str] = set()
         self.spans: dict[str, list[tuple[int, int]]] = {}  # file -> full-source spans shown

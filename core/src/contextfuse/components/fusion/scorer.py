@@ -467,7 +467,7 @@ class WeightedCompositeScorer:
             c_tier = r * w_tier * tier_value(tier)
             c_rec = r * w_rec * (stamp - oldest) / age_span if age_span > 0 else 0.0
             c_cost = -r * w_cost * math.log1p(tokens) * cost_scale
-            c_q = -w_lead * lead * span
+            c_q = -w_lead * lead * span if lead else 0.0
             value = r + c_agr + c_tier + c_rec + c_cost + c_q
             add_scored(
                 ScoredFragment(
