@@ -39,9 +39,9 @@ def test_a_large_payload_arrives_whole(repo: Path, tmp_path: Path) -> None:
 
 
 def test_a_failing_command_keeps_its_status_and_message(repo: Path, tmp_path: Path) -> None:
-    done = run(tmp_path, "assemble", "x", "--repo", str(repo), "--budget", "10", "--reserved",
-               "20")  # fmt: skip
+    done = run(tmp_path, "assemble", "x", "--repo", str(repo), "--budget", "100", "--reserved",
+               "200")  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: --reserved (20) must be less than --budget (10)"
+        "error: reserved (200) must be at least 0 and less than the budget (100)"
     ]
