@@ -3,9 +3,12 @@
 Runs the command once per SWE-bench task (every ``--step``-th task of the file), with the
 issue text on standard input, as the shared evaluator does (the index is refreshed by the
 command), and prints p50/p95 beside the bare process start (``python -c pass``) measured in
-the same run.
+the same run. ``--against CMD`` times another installation (e.g. the main branch's
+``.venv/bin/contextfuse``) on the same tasks, interleaved call by call, so that both see the
+same load.
 
     python bench/bench_cli_latency.py ../shared/bench/swebench-lite-dev.jsonl corpora-dev.tsv
+    python bench/bench_cli_latency.py TASKS TSV --against /path/to/main/.venv/bin/contextfuse
 """
 
 from __future__ import annotations
@@ -25,6 +28,19 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
 
 
+def _assemble(command: str, repo: str, query: str, budget: int) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [command, "assemble", "-", "--repo", repo, "--budget", str(budget), "--reserved", "0",
+         "--format", "json"],
+        input=query, capture_output=True, text=True,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"{command} on {repo}: {done.stderr.strip()[-300:]}")
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tasks")
@@ -32,34 +48,41 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=8000)
     parser.add_argument("--step", type=int, default=3)
     parser.add_argument("--limit", type=int, default=21)
+    parser.add_argument("--against", help="another contextfuse command to time alike")
     args = parser.parse_args()
     command = shutil.which("contextfuse") or str(Path(sys.executable).parent / "contextfuse")
+    commands = {"assemble": command}
+    if args.against:
+        commands["against"] = args.against
     with open(args.tasks) as fh:
         tasks = [json.loads(line) for line in fh if line.strip()][:: args.step][: args.limit]
     with open(args.corpora) as fh:
         dirs = dict(line.rstrip("\n").split("\t", 1) for line in fh if "\t" in line)
     for task in tasks:  # indexes up to date first: the runs time assembly, not a cold index
-        subprocess.run([command, "index", dirs[task["instance_id"]]], capture_output=True)
-    seconds: list[float] = []
+        for run in commands.values():
+            subprocess.run([run, "index", dirs[task["instance_id"]]], capture_output=True)
+    seconds: dict[str, list[float]] = {name: [] for name in commands}
     for task in tasks:
-        started = time.perf_counter()
-        done = subprocess.run(
-            [command, "assemble", "-", "--repo", dirs[task["instance_id"]], "--budget",
-             str(args.budget), "--reserved", "0", "--format", "json"],
-            input=task["problem_statement"], capture_output=True, text=True,
-        )  # fmt: skip
-        seconds.append(time.perf_counter() - started)
-        if done.returncode != 0:
-            sys.exit(f"{task['instance_id']}: {done.stderr.strip()[-300:]}")
+        for name, run in commands.items():
+            repo, query = dirs[task["instance_id"]], task["problem_statement"]
+            seconds[name].append(_assemble(run, repo, query, args.budget))
     bare: list[float] = []
     for _ in range(len(tasks)):
         started = time.perf_counter()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
         bare.append(time.perf_counter() - started)
-    p50, floor = _percentile(seconds, 0.5), _percentile(bare, 0.5)
-    print(f"{len(seconds)} assemblies at {args.budget} tokens, load {os.getloadavg()[0]:.2f}")
-    print(f"assemble  p50 {p50:.3f} s  p95 {_percentile(seconds, 0.95):.3f} s")
-    print(f"floor     p50 {floor:.3f} s (python -c pass)  ratio x{p50 / floor:.1f}")
+    floor = _percentile(bare, 0.5)
+    print(f"{len(tasks)} assemblies at {args.budget} tokens, load {os.getloadavg()[0]:.2f}")
+    for name, values in seconds.items():
+        p50 = _percentile(values, 0.5)
+        print(
+            f"{name:9s} p50 {p50:.3f} s  p95 {_percentile(values, 0.95):.3f} s  "
+            f"ratio to floor x{p50 / floor:.1f}"
+        )
+    print(f"floor     p50 {floor:.3f} s (python -c pass)")
+    if args.against:
+        ratio = _percentile(seconds["assemble"], 0.5) / _percentile(seconds["against"], 0.5)
+        print(f"assemble / against, p50: {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,22 +1,32 @@
-"""POST /v1/assemble on loopback: requests/s and latency with concurrent clients, warm index.
+"""The HTTP service under concurrent clients, with 1, 2 and 4 worker processes.
 
-Starts ``contextfuse serve --port 0`` in a subprocess over a copy of a repository (default:
-this checkout, without .git and virtual environments), sends every query once to warm up,
-then runs ``--clients`` client threads, each with its own keep-alive connection, sending
-queries round-robin for ``--seconds``. Prints requests/s and p50/p99 latency.
+For each worker count, starts ``contextfuse serve --workers W`` over a copy of a repository
+(default: flask 2.3.3's sdist, fetched once with ``pip download`` into
+``~/.cache/contextfuse-bench``), then runs 1, 10, 30 and 50 closed-loop clients for
+``--seconds`` each: every client has its own keep-alive connection and sends questions
+round-robin from its own offset, at ``--budget`` tokens. The questions are the first
+sentences of the repository's docstrings (48 of them, sampled with a fixed seed), so that
+no two concurrent requests are alike. Prints requests/s, p50 and p95 latency and errors.
+
+References measured in the same run: one assembly at a time in this process (CPU seconds
+per request, and the throughput the machine's cores could give at that cost), and
+``GET /healthz`` with 30 clients on the one-worker service (the HTTP stack alone).
 
     python bench/bench_server.py
-    python bench/bench_server.py --repo /tmp/django/Django-4.1 --clients 8 --seconds 30
+    python bench/bench_server.py --repo /path/to/repo --workers 1,2 --clients 1,30 --seconds 10
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import os
+import random
 import re
 import shutil
-import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -24,28 +34,55 @@ from pathlib import Path
 
 import httpx
 
-QUERIES = [
-    "how does the packer fall back to a shallower depth when a fragment does not fit",
-    "where are plugins loaded from entry points and how are broken ones reported",
-    "incremental indexing skips unchanged files",
-    "which strategies run when the configuration enables none",
-    "the token budget reserved tokens must be less than max tokens",
-    "secrets are never indexed",
-    "how is the context hash computed",
-    "skeleton compressor keeps focus nodes deep",
-]
+FLASK = "flask==2.3.3"
+CACHE = Path.home() / ".cache" / "contextfuse-bench"
 
 
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
+    return ordered[min(len(ordered) - 1, int(len(ordered) * share))] if ordered else 0.0
 
 
-def start(repo: Path) -> tuple[subprocess.Popen[str], str]:
+def flask_sdist() -> Path:
+    """flask 2.3.3's unpacked sdist (downloaded once)."""
+    target = CACHE / "flask-2.3.3"
+    if not target.is_dir():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
+             ":all:", FLASK, "-d", str(CACHE)],
+            check=True,
+        )  # fmt: skip
+        with tarfile.open(CACHE / "flask-2.3.3.tar.gz") as archive:
+            archive.extractall(CACHE, filter="data")
+    return target
+
+
+def questions(repo: Path, count: int = 48) -> list[str]:
+    """First sentences of the repository's Python docstrings, a fixed sample."""
+    found: list[str] = []
+    for path in sorted(repo.rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text("utf-8"))
+        except (SyntaxError, UnicodeDecodeError, OSError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                doc = ast.get_docstring(node) or ""
+                first = re.split(r"(?<=\.)\s|\n\n", doc.strip(), maxsplit=1)[0].strip()
+                if len(first.split()) >= 5:
+                    found.append(" ".join(first.split()))
+    found = sorted(set(found))
+    random.Random(20).shuffle(found)
+    return found[:count] or ["how are requests dispatched to handlers"]
+
+
+def start(repo: Path, workers: int) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [
             *(sys.executable, "-m", "contextfuse.cli.main", "serve", "--port", "0"),
             *("--project", f"bench={repo}", "--refresh-interval", "3600"),
+            *("--workers", str(workers)),
         ],
         stderr=subprocess.PIPE,
         text=True,
@@ -54,78 +91,126 @@ def start(repo: Path) -> tuple[subprocess.Popen[str], str]:
     for line in process.stderr:
         found = re.search(r"listening on (http://\S+)", line)
         if found:
+            threading.Thread(target=process.stderr.read, daemon=True).start()  # drain
             return process, found.group(1)
     raise SystemExit("the server did not start")
 
 
+def stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def load(url: str, path: str, bodies: list[dict[str, object]] | None, clients: int,
+         seconds: float) -> tuple[float, list[float], int]:  # fmt: skip
+    """``clients`` closed-loop clients for ``seconds``: (requests/s, latencies, errors)."""
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def client(offset: int) -> None:
+        mine: list[float] = []
+        failed = 0
+        with httpx.Client(base_url=url, timeout=300) as http:
+            i = offset
+            while time.monotonic() < stop_at:
+                started = time.perf_counter()
+                if bodies is None:
+                    response = http.get(path)
+                else:
+                    response = http.post(path, json=bodies[i % len(bodies)])
+                mine.append(time.perf_counter() - started)
+                failed += response.status_code != 200
+                i += 1
+        with lock:
+            latencies.extend(mine)
+            errors[0] += failed
+
+    began = time.monotonic()
+    threads = [threading.Thread(target=client, args=(n * 7,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return len(latencies) / (time.monotonic() - began), latencies, errors[0]
+
+
+def in_process(repo: Path, bodies: list[dict[str, object]]) -> float:
+    """CPU seconds per assembly, one at a time in this process (warm, after a first pass)."""
+    from contextfuse.assembler import ContextAssembler
+
+    with ContextAssembler(repo) as assembler:
+        assembler.refresh()
+        for body in bodies[:8]:
+            assembler.assemble(str(body["query"]), int(str(body["budget"])))
+        started = time.process_time()
+        for body in bodies:
+            assembler.assemble(str(body["query"]), int(str(body["budget"])))
+        return (time.process_time() - started) / len(bodies)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", type=Path, default=Path(__file__).resolve().parents[1])
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--repo", type=Path, default=None, help="default: flask 2.3.3's sdist")
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--clients", default="1,10,30,50")
+    parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--budget", type=int, default=8000)
     args = parser.parse_args()
+    source = args.repo or flask_sdist()
+    worker_counts = [int(n) for n in args.workers.split(",")]
+    client_counts = [int(n) for n in args.clients.split(",")]
 
     with tempfile.TemporaryDirectory() as tmp:
-        repo = Path(tmp) / args.repo.name
-        shutil.copytree(
-            args.repo,
-            repo,
-            ignore=shutil.ignore_patterns(".git", ".venv", ".nox", ".contextfuse", "__pycache__"),
+        repo = Path(tmp) / source.name
+        shutil.copytree(source, repo, ignore=shutil.ignore_patterns(".git", ".contextfuse"))
+        asked = questions(repo)
+        bodies: list[dict[str, object]] = [
+            {"query": q, "project": "bench", "budget": args.budget} for q in asked
+        ]
+        cores = os.cpu_count() or 1
+        rows = []
+        healthz = None
+        cpu = None
+        for workers in worker_counts:
+            process, url = start(repo, workers)
+            try:
+                load(url, "/v1/assemble", bodies, max(client_counts), 3.0)  # warm every worker
+                if healthz is None:
+                    healthz = load(url, "/healthz", None, 30, min(5.0, args.seconds))[0]
+                for clients in client_counts:
+                    rate, latencies, errors = load(
+                        url, "/v1/assemble", bodies, clients, args.seconds
+                    )
+                    rows.append((workers, clients, rate, latencies, errors))
+            finally:
+                stop(process)
+            if cpu is None:  # the index exists now: measure the reference on it
+                cpu = in_process(repo, bodies)
+
+    files = sum(1 for p in source.rglob("*") if p.is_file())
+    print(
+        f"POST /v1/assemble over {source.name} ({files} files), budget {args.budget}, "
+        f"{len(asked)} distinct questions, {args.seconds:.0f} s per row, {cores} cores, "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
+    assert cpu is not None and healthz is not None
+    ideal = cores / cpu
+    print(
+        f"reference: one assembly in-process {cpu * 1000:.0f} ms CPU (ideal {ideal:.1f} "
+        f"requests/s on {cores} cores); GET /healthz, 30 clients: {healthz:.0f} requests/s"
+    )
+    print("workers  clients  requests/s  p50 ms  p95 ms  errors  share of ideal")
+    for workers, clients, rate, latencies, errors in rows:
+        print(
+            f"{workers:7d}  {clients:7d}  {rate:10.1f}  {percentile(latencies, 0.5) * 1000:6.0f}"
+            f"  {percentile(latencies, 0.95) * 1000:6.0f}  {errors:6d}  {rate / ideal:14.2f}"
         )
-        process, url = start(repo)
-        try:
-            with httpx.Client(base_url=url, timeout=120) as client:
-                for query in QUERIES:  # warm-up: caches, lazy imports, thread pools
-                    body = {"query": query, "project": "bench", "budget": args.budget}
-                    client.post("/v1/assemble", json=body).raise_for_status()
-            latencies: list[float] = []
-            errors = [0]
-            lock = threading.Lock()
-            stop = time.monotonic() + args.seconds
-
-            def worker(offset: int) -> None:
-                mine: list[float] = []
-                with httpx.Client(base_url=url, timeout=120) as client:
-                    i = offset
-                    while time.monotonic() < stop:
-                        body = {
-                            "query": QUERIES[i % len(QUERIES)],
-                            "project": "bench",
-                            "budget": args.budget,
-                        }
-                        started = time.perf_counter()
-                        response = client.post("/v1/assemble", json=body)
-                        mine.append(time.perf_counter() - started)
-                        if response.status_code != 200:
-                            with lock:
-                                errors[0] += 1
-                        i += 1
-                with lock:
-                    latencies.extend(mine)
-
-            began = time.monotonic()
-            threads = [threading.Thread(target=worker, args=(n,)) for n in range(args.clients)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            elapsed = time.monotonic() - began
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-            if process.stderr:
-                process.stderr.close()
-    print(
-        f"POST /v1/assemble, {args.clients} clients, budget {args.budget}, {elapsed:.1f} s, "
-        f"repository {args.repo.name}"
-    )
-    print(
-        f"requests {len(latencies)}  errors {errors[0]}  requests/s {len(latencies) / elapsed:.1f}"
-        f"  p50 {percentile(latencies, 0.5) * 1000:.0f} ms  p99 "
-        f"{percentile(latencies, 0.99) * 1000:.0f} ms  mean "
-        f"{statistics.mean(latencies) * 1000:.0f} ms"
-    )
 
 
 if __name__ == "__main__":

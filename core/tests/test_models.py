@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -91,6 +92,21 @@ def test_depths_outside_zero_to_nine_are_rejected(depth):
 def test_fragment_ids_are_generated_ulids():
     a, b = fragment(), fragment()
     assert len(a.fragment_id) == 26 and a.fragment_id != b.fragment_id
+
+
+def test_generated_ids_are_ascending_ulids_of_the_current_millisecond():
+    from ulid import ULID
+
+    from contextfuse.models import new_ulid
+
+    before = time.time()
+    ids = [new_ulid() for _ in range(200)]
+    after = time.time()
+    assert ids == sorted(set(ids))  # made in sequence, they sort in that order
+    for value in ids:
+        parsed = ULID.from_str(value)
+        assert str(parsed) == value
+        assert before - 0.002 <= parsed.timestamp <= after + 0.002
 
 
 def test_a_given_ulid_id_is_accepted():

@@ -32,3 +32,33 @@ def test_a_damaged_copy_is_rebuilt(tmp_path: Path) -> None:
     encoding = _compiled_encoding(tiktoken, "cl100k_base", tmp_path)
     assert len(encoding.encode_ordinary(SAMPLE)) > 10
     assert compiled.read_bytes() != b"not marshal data"
+
+
+def test_the_quick_encoder_counts_exactly_like_tiktoken(tmp_path: Path) -> None:
+    from contextfuse.tokenizer import _quick_encoding
+
+    _quick_encoding.cache_clear()
+    full = _compiled_encoding(tiktoken, "cl100k_base", tmp_path)  # writes the ranks it reads
+    quick = _quick_encoding("cl100k_base")
+    assert quick is not None
+    sources = Path(__file__).resolve().parents[1] / "src" / "contextfuse"
+    texts = [SAMPLE, "", " \n\t  x", "naïve café 名前 😀 'll 's\r\n", "a" * 5000]
+    texts += [p.read_text("utf-8") for p in sorted(sources.rglob("*.py"))[:60]]
+    for text in texts:
+        assert quick.encode_ordinary(text) == full.encode_ordinary(text)  # type: ignore[attr-defined]
+    _quick_encoding.cache_clear()
+
+
+def test_a_process_counts_its_first_texts_without_building_tiktoken(tmp_path: Path) -> None:
+    from contextfuse.tokenizer import TiktokenTokenizer, _load_encoding, _quick_encoding
+
+    _compiled_encoding(tiktoken, "cl100k_base", tmp_path)
+    _quick_encoding.cache_clear()
+    _load_encoding.cache_clear()
+    tokenizer = TiktokenTokenizer()
+    assert tokenizer.count(SAMPLE) == len(tiktoken.get_encoding("cl100k_base").encode(SAMPLE))
+    assert _load_encoding.cache_info().currsize == 0
+    tokenizer.count("x" * 2_100_000)  # past the quick encoder's share: tiktoken's is built
+    assert _load_encoding.cache_info().currsize == 1
+    _quick_encoding.cache_clear()
+    _load_encoding.cache_clear()

@@ -89,13 +89,17 @@ class ContextAssembler:
     def _store_config(self) -> dict[str, Any]:
         return store_config(self.config.index.store, self.index_dir, self.project)
 
-    def refresh(self, progress: ProgressCallback | None = None) -> Any:
+    def refresh(self, progress: ProgressCallback | None = None, *, force: bool = False) -> Any:
         """Build or refresh the store (incremental) and reopen it; returns what the store did.
 
         A store without an ``index`` method is kept up to date elsewhere: nothing is done.
+        When the store can prove from file-system stats that an index run would change
+        nothing, none runs and None is returned; ``force`` runs it regardless.
         """
         build = getattr(self.store, "index", None)
         if build is None:
+            return None
+        if not force and self.unchanged():
             return None
         self._close_backends()
         return build(
@@ -105,6 +109,14 @@ class ContextAssembler:
             pm=self.plugin_manager,
             tokenizer=self.tokenizer,
         )
+
+    def unchanged(self) -> bool:
+        """True when the store proves that an index run would change nothing."""
+        check = getattr(self.store, "unchanged", None)
+        if check is None:
+            return False
+        config = self._store_config()
+        return bool(check(self.repo, config, pm=self.plugin_manager, tokenizer=self.tokenizer))
 
     def has_index(self) -> bool:
         """True when the store holds an index of the repository."""
@@ -121,6 +133,10 @@ class ContextAssembler:
                     opened = opened.model_copy(update={"tokenizer": self.tokenizer})
                 self._backends = opened
             return self._backends
+
+    def reopen(self) -> None:
+        """Close the store's backends; the next use opens them on the index as it now is."""
+        self._close_backends()
 
     def _close_backends(self) -> None:
         with self._lock:

@@ -6,6 +6,10 @@ Every model is a frozen pydantic v2 model; the validation rules are those of
 
 from __future__ import annotations
 
+import base64
+import os
+import threading
+import time
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -18,7 +22,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from ulid import ULID
 
 from contextfuse.hashing import context_hash
 
@@ -71,9 +74,37 @@ class DetailDepth:
 _DEPTH_NAMES = {9: "full source", 4: "signatures", 2: "outline", 0: "listing"}
 
 
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+#: RFC 4648 base32 digits to Crockford's: the same 5-bit values, ULID's alphabet.
+_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _CROCKFORD.encode())
+_RANDOM_LIMIT = 1 << 80
+_ulid_lock = threading.Lock()
+_ulid_last: tuple[int, int, str] = (-1, 0, "")  # milliseconds, random part, encoded time
+
+
 def new_ulid() -> str:
-    """A fresh ULID as its 26-character string."""
-    return str(ULID())
+    """A fresh ULID as its 26-character string, monotonic within the process.
+
+    Within one millisecond the random part of the previous id is incremented, as the ULID
+    specification's monotonic mode (and the ``ulid`` package) does: ids made in sequence
+    sort in the order they were made. The 48-bit time is encoded once per millisecond and
+    the 80 random bits with base64's C base32 encoder: a payload of 8k tokens makes hundreds
+    of fragments, each with an id, and this takes half the time of ``ulid``'s.
+    """
+    global _ulid_last
+    with _ulid_lock:
+        ms = time.time_ns() // 1_000_000
+        last_ms, last_random, stamp = _ulid_last
+        if ms <= last_ms and last_random + 1 < _RANDOM_LIMIT:  # same millisecond, or back
+            ms, random = last_ms, last_random + 1
+        else:
+            ms = max(ms, last_ms + 1) if ms <= last_ms else ms
+            random = int.from_bytes(os.urandom(10), "big")
+        if ms != last_ms:
+            stamp = "".join(_CROCKFORD[(ms >> s) & 31] for s in range(45, -1, -5))
+        _ulid_last = (ms, random, stamp)
+    tail = base64.b32encode(random.to_bytes(10, "big")).translate(_TO_CROCKFORD).decode()
+    return stamp + tail
 
 
 def utc_now() -> datetime:
@@ -82,6 +113,8 @@ def utc_now() -> datetime:
 
 
 def _check_ulid(value: str) -> str:
+    from ulid import ULID  # here: ids are made by new_ulid; only given ones are parsed
+
     try:
         ULID.from_str(value)
     except ValueError as exc:

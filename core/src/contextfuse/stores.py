@@ -2,9 +2,10 @@
 
 A provider has a ``name``, the backend kinds it ``provides`` and ``open(root, config) ->
 BackendSet``; it may also ``index(root, config, progress=..., pm=...)`` to build or refresh
-the store and say whether one ``exists(root, config)``. The core's provider is the embedded
-SQLite store (``sqlite``), which ``contextfuse.kb.open_backends`` opens without building a
-plugin manager.
+the store, say whether one ``exists(root, config)`` and whether an ``index`` run would change
+nothing (``unchanged(root, config, pm=..., tokenizer=...)``, from file-system stats). The
+core's provider is the embedded SQLite store (``sqlite``), which
+``contextfuse.kb.open_backends`` opens without building a plugin manager.
 Configuration picks one with ``[index] store = "<name>"`` or a URL whose scheme is a
 provider's name (``store = "postgresql://host/db"``).
 """
@@ -77,11 +78,11 @@ class SQLiteStoreProvider:
     ) -> Any:
         """Build or refresh the index; the index contributors are ``pm``'s (none without)."""
         from contextfuse.kb.api import resolve_root
-        from contextfuse.kb.indexer import build_index
+        from contextfuse.kb.refresh import run_index
 
         if contributors is None:
             contributors = index_contributors(pm) if pm is not None else []
-        return build_index(
+        return run_index(
             resolve_root(root),
             index_dir=_index_dir(root, config),
             contributors=list(contributors),
@@ -93,6 +94,21 @@ class SQLiteStoreProvider:
         from contextfuse.kb.api import index_exists
 
         return bool(index_exists(root, index_dir=_index_dir(root, config)))
+
+    def unchanged(
+        self, root: Path, config: Mapping[str, Any], *, pm: Any = None, **options: Any
+    ) -> bool:
+        """True when an ``index`` run with the same arguments would change nothing."""
+        from contextfuse.kb.api import index_unchanged
+
+        contributors = index_contributors(pm) if pm is not None else []
+        return index_unchanged(
+            root,
+            index_dir=_index_dir(root, config),
+            contributors=contributors,
+            project=config.get("project"),
+            **options,
+        )
 
 
 def _index_dir(root: Path, config: Mapping[str, Any]) -> Path | None:

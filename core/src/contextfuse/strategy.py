@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from contextfuse.backends import BackendSet
 from contextfuse.models import (
@@ -49,9 +49,8 @@ __all__ = [
 ALL_RESOURCE_TYPES: tuple[str, ...] = ("*",)
 
 
-@runtime_checkable
-class ContextStrategy(Protocol):
-    """A fragment strategy (spec/strategy-registry.md): fragments within its allocation."""
+class _StrategyBase(Protocol):
+    """What every strategy declares, whatever it returns."""
 
     @property
     def name(self) -> str:
@@ -66,6 +65,15 @@ class ContextStrategy(Protocol):
     def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
         """Confidence 0.0-1.0 that this strategy serves ``request`` well."""
         ...
+
+    def explain(self) -> str:
+        """A human-readable description."""
+        ...
+
+
+@runtime_checkable
+class ContextStrategy(_StrategyBase, Protocol):
+    """A fragment strategy (spec/strategy-registry.md): fragments within its allocation."""
 
     def assemble(
         self,
@@ -77,37 +85,15 @@ class ContextStrategy(Protocol):
         """Fragments for the request, best first, within ``budget.available_tokens``."""
         ...
 
-    def explain(self) -> str:
-        """A human-readable description."""
-        ...
-
 
 @runtime_checkable
-class RankingStrategy(Protocol):
+class RankingStrategy(_StrategyBase, Protocol):
     """A strategy that ranks: its candidates, best first; the pipeline spends the budget."""
-
-    @property
-    def name(self) -> str:
-        """Unique strategy name."""
-        ...
-
-    @property
-    def capabilities(self) -> StrategyCapabilities:
-        """Backend requirements and quality score."""
-        ...
-
-    def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
-        """Confidence 0.0-1.0 that this strategy serves ``request`` well."""
-        ...
 
     def rank(
         self, request: ContextRequest, backends: BackendSet, plan_context: PlanContext
     ) -> Sequence[Ranked]:
         """The candidates for ``request``, best first (no budget: the pipeline spends it)."""
-        ...
-
-    def explain(self) -> str:
-        """A human-readable description."""
         ...
 
 
@@ -204,10 +190,13 @@ class V1StrategyAdapter:
         return str(self._inner.explain())
 
 
-class RenamedStrategy:
-    """A fragment strategy registered under another name than its own."""
+_Inner = TypeVar("_Inner", bound=_StrategyBase)
 
-    def __init__(self, strategy: ContextStrategy, name: str) -> None:
+
+class _Renamed(Generic[_Inner]):
+    """A strategy registered under another name than its own."""
+
+    def __init__(self, strategy: _Inner, name: str) -> None:
         self._inner = strategy
         self._name = name
 
@@ -221,6 +210,13 @@ class RenamedStrategy:
 
     def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
         return self._inner.can_handle(request, backends)
+
+    def explain(self) -> str:
+        return self._inner.explain()
+
+
+class RenamedStrategy(_Renamed[ContextStrategy]):
+    """A fragment strategy registered under another name than its own."""
 
     def assemble(
         self,
@@ -231,35 +227,14 @@ class RenamedStrategy:
     ) -> list[ContextFragment]:
         return self._inner.assemble(request, backends, budget, plan_context)
 
-    def explain(self) -> str:
-        return self._inner.explain()
 
-
-class RenamedRanker:
+class RenamedRanker(_Renamed[RankingStrategy]):
     """A ranking strategy registered under another name than its own."""
-
-    def __init__(self, strategy: RankingStrategy, name: str) -> None:
-        self._inner = strategy
-        self._name = name
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def capabilities(self) -> StrategyCapabilities:
-        return self._inner.capabilities
-
-    def can_handle(self, request: ContextRequest, backends: BackendSet) -> float:
-        return self._inner.can_handle(request, backends)
 
     def rank(
         self, request: ContextRequest, backends: BackendSet, plan_context: PlanContext
     ) -> Sequence[Ranked]:
         return self._inner.rank(request, backends, plan_context)
-
-    def explain(self) -> str:
-        return self._inner.explain()
 
 
 def renamed(strategy: AnyStrategy, name: str) -> AnyStrategy:

@@ -7,7 +7,10 @@ command asked for is not a built-in one.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -123,8 +126,43 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     """Run the command line (the ``contextfuse`` console script)."""
+    # A command creates many objects and few cycles, then exits: with the default
+    # thresholds the collector ran 140 times in one assembly (50 ms, a tenth of it).
+    gc.set_threshold(100_000, 50, 100)
     return cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="contextfuse")
 
 
+def console() -> None:
+    """The ``contextfuse`` console script: run a command, then leave at once.
+
+    Tearing the interpreter down (a last garbage collection over every object, modules
+    freed one by one, threads joined) took 0.1 s after each assembly, a fifth of the command.
+    A command has closed its index and written its output by now: the output is flushed and
+    the process ends with the command's status, as mypy does.
+    """
+    try:
+        main()
+        status = 0
+    except SystemExit as exc:
+        status = _status(exc.code)
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # the reader went away, or stdout is closed
+        status = status or 1
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(status)
+
+
+def _status(code: object) -> int:
+    """``sys.exit``'s argument as an exit status (a message is printed and counts as 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
 if __name__ == "__main__":
-    main()
+    console()

@@ -61,6 +61,13 @@ def project_name(directory: str) -> str:
 )
 @click.option("--max-body-bytes", type=click.IntRange(min=1024), default=None)
 @click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Processes answering requests over the same indexes (default 1); the main "
+    "process refreshes them.",
+)
+@click.option(
     "--refresh-interval",
     type=click.FloatRange(min=0),
     default=None,
@@ -75,6 +82,7 @@ def serve(
     store: str | None,
     max_body_bytes: int | None,
     refresh_interval: float | None,
+    workers: int | None,
 ) -> None:
     """Serve POST /v1/assemble, POST /v1/compact, GET /v1/strategies and /healthz.
 
@@ -97,16 +105,22 @@ def serve(
             store=store,
             max_body_bytes=max_body_bytes,
             refresh_interval_s=refresh_interval,
+            workers=workers,
         )
         click.echo(f"indexing {len(settings.projects)} project(s)...", err=True)
         from contextfuse.cli.lock_notice import announce_lock_wait
 
         for path in settings.projects.values():  # a wait on another process is said, not hung
             announce_lock_wait(path / ".contextfuse")
-        run_server(
-            settings,
-            make_plugin_manager(),
-            announce=lambda url: click.echo(f"contextfuse listening on {url}", err=True),
-        )
+
+        def announce(url: str) -> None:
+            click.echo(f"contextfuse listening on {url}", err=True)
+
+        if settings.workers > 1:
+            from contextfuse.server.workers import serve_workers
+
+            serve_workers(settings, announce=announce)
+        else:
+            run_server(settings, make_plugin_manager(), announce=announce)
     except ContextfuseError as exc:
         fail(str(exc))

@@ -7,16 +7,17 @@ installed index contributors and opens a repository's store through its backend 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
+from contextfuse.kb import freshness
+from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend
-from contextfuse.kb.indexer import (
-    DEFAULT_INDEX_DIR,
-    prepare_index_dir,
-)
+from contextfuse.kb.layout import DEFAULT_INDEX_DIR
 from contextfuse.kb.nodes import SQLiteNodeStore
 from contextfuse.kb.plans import SQLitePlanStore, ensure_plan_schema, has_plan_schema
 from contextfuse.kb.store import DB_NAME, Database
@@ -26,8 +27,10 @@ from contextfuse.repo_root import find_repo_root
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
 __all__ = [
+    "index_dir_of",
     "index_exists",
     "index_path",
+    "index_unchanged",
     "open_plan_store",
     "open_sqlite_backends",
     "resolve_root",
@@ -54,6 +57,32 @@ def index_path(path: PathLike = ".", index_dir: PathLike | None = None) -> Path:
 def index_exists(path: PathLike = ".", *, index_dir: PathLike | None = None) -> bool:
     """True when ``path`` has an index file (whether it is valid is checked on open)."""
     return index_path(path, index_dir).is_file()
+
+
+def index_dir_of(root: Path, index_dir: PathLike | None = None) -> Path:
+    """The index directory of the repository ``root`` (resolved)."""
+    return (Path(index_dir).expanduser() if index_dir else root / DEFAULT_INDEX_DIR).resolve()
+
+
+def index_unchanged(
+    path: PathLike = ".",
+    *,
+    index_dir: PathLike | None = None,
+    contributors: Sequence[Any] = (),
+    tokenizer: Tokenizer | None = None,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    project: str | None = None,
+) -> bool:
+    """True when an index run with these arguments would change nothing.
+
+    Answered from file-system stats in milliseconds (see ``contextfuse.kb.freshness``); False
+    whenever that cannot be proven, e.g. before the first run, or when ``project`` names the
+    index otherwise than it is named (the run renames it).
+    """
+    root = resolve_root(path)
+    tokenizer = tokenizer or default_tokenizer()
+    settings = freshness.settings(tokenizer.name, max_file_size, contributors)
+    return freshness.unchanged(root, index_dir_of(root, index_dir), settings, project)
 
 
 def open_sqlite_backends(path: PathLike = ".", *, index_dir: PathLike | None = None) -> BackendSet:
@@ -111,6 +140,8 @@ def open_plan_store(
     :raises KnowledgeBaseError: the index file is foreign or corrupt, or its plan tables were
         written by a newer contextfuse.
     """
+    from contextfuse.kb.indexer import prepare_index_dir
+
     root = resolve_root(path)
     db_path = index_path(root, index_dir)
     prepare_index_dir(db_path.parent, root)

@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
-import pathspec
 
 from contextfuse.kb import secrets
 from contextfuse.kb.decode import decode_text
@@ -166,6 +165,8 @@ class _Ignore:
     """
 
     def __init__(self, lines: list[str]) -> None:
+        import pathspec  # here: a command that only reads the index never needs it
+
         self._spec = pathspec.GitIgnoreSpec.from_lines(lines)
         active = [p for p in self._spec.patterns if p.include is not None]
         self._negated = any(not p.include for p in active)
@@ -211,6 +212,8 @@ def discover(root: Path, *, exclude_dirs: tuple[Path, ...] = ()) -> Discovery:
     git = names is not None
     if names is None:
         names = list(_walk_files(base, excluded))
+    import pathspec
+
     ignore = root / IGNORE_FILE
     spec = (
         # Not UTF-8 (a Latin-1 editor): the undecodable bytes match nothing, the rest applies.

@@ -3,18 +3,23 @@
 PageRank runs over the graph made undirected (a file's importers are as related to it as
 its imports), each edge weighed down by the degree of the node it leads to (a hub called from
 everywhere is no evidence of relatedness), with numpy power iteration over the edge arrays;
-the arrays are loaded once per open and reloaded only after the index changes.
+the arrays are built once per generation of the index and mapped from their file by every
+process (``contextfuse.kb.arrays``).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from contextfuse.backends import Edge, SearchHit
+from contextfuse.kb import generation
+from contextfuse.kb.arrays import load_arrays
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
 
@@ -25,25 +30,49 @@ _MAX_ITERATIONS = 50  # the error shrinks by ``damping`` each round: 0.85**50 < 
 _TOLERANCE = 1e-6  # L1 change between rounds
 
 
-class _Adjacency:
+class _Adjacency(NamedTuple):
     """Edges of some kinds as arrays over compact node indices, both directions."""
 
-    def __init__(
-        self,
-        ids: npt.NDArray[np.int64],
-        source: npt.NDArray[np.int64],
-        target: npt.NDArray[np.int64],
-        weight: npt.NDArray[np.float64],
-    ) -> None:
-        self.ids = ids  # compact index -> node id
-        self.source = source
-        self.target = target
-        out = np.bincount(source, weights=weight, minlength=len(ids))
-        # Each edge's share of its source's outgoing weight.
-        self.share = np.divide(
-            weight, out[source], out=np.zeros_like(weight), where=out[source] > 0
-        )
-        self.dangling = out == 0
+    ids: npt.NDArray[np.int64]  # compact index -> node id
+    source: npt.NDArray[np.int64]
+    target: npt.NDArray[np.int64]
+    share: npt.NDArray[np.float64]  # each edge's share of its source's outgoing weight
+    dangling: npt.NDArray[np.bool_]  # nodes without outgoing weight
+
+
+def _adjacency_arrays(
+    conn: sqlite3.Connection, kinds: tuple[str, ...]
+) -> dict[str, npt.NDArray[Any]]:
+    """The arrays of :class:`_Adjacency` for edges of ``kinds``, read from the index."""
+    codes = " ".join(f"WHEN '{kind}' THEN {i}" for i, kind in enumerate(EDGE_KINDS))
+    wanted = ",".join(f"'{kind}'" for kind in EDGE_KINDS if kind in kinds) or "NULL"
+    rows = conn.execute(
+        f"SELECT source, target, CASE kind {codes} ELSE -1 END, weight FROM edges"
+        f" WHERE kind IN ({wanted})"
+    ).fetchall()
+    edges = np.array(rows, dtype=np.float64).reshape(-1, 4)
+    source = edges[:, 0].astype(np.int64)
+    target = edges[:, 1].astype(np.int64)
+    ids = np.unique(np.concatenate([source, target]))
+    s = np.searchsorted(ids, source)
+    t = np.searchsorted(ids, target)
+    weight = edges[:, 3]
+    source_all, target_all = np.concatenate([s, t]), np.concatenate([t, s])
+    # A walk into a hub (a helper called from everywhere) says little about the seeds:
+    # each edge counts less the more edges its receiving node has, so specific names win.
+    degree = np.bincount(target_all, minlength=len(ids)).astype(np.float64)
+    specific = np.concatenate([weight, weight]) / np.log2(2.0 + degree[target_all])
+    out = np.bincount(source_all, weights=specific, minlength=len(ids))
+    share = np.divide(
+        specific, out[source_all], out=np.zeros_like(specific), where=out[source_all] > 0
+    )
+    return {
+        "ids": ids,
+        "source": source_all,
+        "target": target_all,
+        "share": share,
+        "dangling": out == 0,
+    }
 
 
 class SQLiteGraphBackend:
@@ -53,8 +82,7 @@ class SQLiteGraphBackend:
         self._db = db
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, ...], _Adjacency] = {}
-        self._edges: npt.NDArray[np.float64] = np.zeros((0, 4))
-        self._version = -1
+        self._version = ""
 
     def neighbors(
         self, uri: str, kinds: Sequence[str] | None = None, direction: str = "both"
@@ -89,7 +117,7 @@ class SQLiteGraphBackend:
         """
         if not 0.0 <= damping < 1.0:
             raise ValueError(f"damping must be in [0, 1), not {damping}")
-        graph = self._adjacency(tuple(sorted(kinds)) if kinds else EDGE_KINDS)
+        graph = self._adjacency(tuple(sorted(kinds or EDGE_KINDS)))
         seed_ids = self._ids([u for u, w in seeds.items() if w > 0])
         if not seed_ids or len(graph.ids) == 0:
             return []
@@ -127,40 +155,21 @@ class SQLiteGraphBackend:
     # ---- loading -----------------------------------------------------------------------------
 
     def _adjacency(self, kinds: tuple[str, ...]) -> _Adjacency:
-        version = self._db.data_version()
+        version = generation.read_key(self._db)
         with self._lock:
             if version != self._version:
                 self._cache.clear()
-                self._edges = self._load()
                 self._version = version
             cached = self._cache.get(kinds)
             if cached is None:
-                cached = self._cache[kinds] = self._select(kinds)
+                name = "graph-" + "-".join(kinds)
+                key, arrays = load_arrays(
+                    self._db, name, lambda conn: _adjacency_arrays(conn, kinds)
+                )
+                cached = _Adjacency(**arrays)
+                if key == version:
+                    self._cache[kinds] = cached
             return cached
-
-    def _load(self) -> npt.NDArray[np.float64]:
-        """Every edge as a row (source, target, kind index, weight)."""
-        codes = " ".join(f"WHEN '{kind}' THEN {i}" for i, kind in enumerate(EDGE_KINDS))
-        rows = self._db.read(
-            f"SELECT source, target, CASE kind {codes} ELSE -1 END, weight FROM edges"
-        )
-        return np.array(rows, dtype=np.float64).reshape(-1, 4)
-
-    def _select(self, kinds: tuple[str, ...]) -> _Adjacency:
-        wanted = [i for i, kind in enumerate(EDGE_KINDS) if kind in kinds]
-        edges = self._edges[np.isin(self._edges[:, 2], wanted)]
-        source = edges[:, 0].astype(np.int64)
-        target = edges[:, 1].astype(np.int64)
-        ids = np.unique(np.concatenate([source, target]))
-        s = np.searchsorted(ids, source)
-        t = np.searchsorted(ids, target)
-        weight = edges[:, 3]
-        source_all, target_all = np.concatenate([s, t]), np.concatenate([t, s])
-        # A walk into a hub (a helper called from everywhere) says little about the seeds:
-        # each edge counts less the more edges its receiving node has, so specific names win.
-        degree = np.bincount(target_all, minlength=len(ids)).astype(np.float64)
-        specific = np.concatenate([weight, weight]) / np.log2(2.0 + degree[target_all])
-        return _Adjacency(ids, source_all, target_all, specific)
 
     def _ids(self, uris: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}

@@ -29,11 +29,13 @@ import attrs
 from contextfuse.backends import BackendSet
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb import files as discovery
+from contextfuse.kb import freshness, generation
 from contextfuse.kb.adr import ADR_FOLDERS, import_adrs
 from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.diskspace import disk_full_error, full_disk, is_disk_full
 from contextfuse.kb.graph import SQLiteGraphBackend
 from contextfuse.kb.history import SQLiteTemporalBackend, update_history
+from contextfuse.kb.layout import DEFAULT_INDEX_DIR
 from contextfuse.kb.nodes import SQLiteNodeStore, source_lines
 from contextfuse.kb.parse import TREE_SITTER_LANGUAGES, detect, planned_parser
 from contextfuse.kb.parse_treesitter import missing_reason
@@ -66,7 +68,6 @@ __all__ = [
     "prepare_index_dir",
 ]
 
-DEFAULT_INDEX_DIR = ".contextfuse"
 #: ``progress(description, done, total)``
 ProgressCallback = Callable[[str, int, int], None]
 _CHUNK_FILES = 200  # files counted and written together
@@ -317,6 +318,10 @@ class _Run:
         self.progress = progress or (lambda description, done, total: None)
         self.max_file_size = max_file_size
         self.workers = workers
+        # Before discovery stats any file: the moment mtimes are judged against.
+        self.started_ns = freshness.clock(index_dir, root)
+        self.racy: set[str] = set()  # read in this run, too close to their last change
+        self.racy_before: set[str] = set()  # so read by the previous run
         self.project = root.name
         self.wanted_name: str | None = None  # the name asked for; None: keep the stored one
         self.changed: list[str] = []
@@ -357,6 +362,7 @@ class _Run:
             self.name_project(meta, stats)
             if outdated and not rebuild:
                 stats.notes.append("the index was built by another version and was rebuilt")
+            self.racy_before = set(json.loads(meta.get(freshness.RACY_KEY) or "[]"))
             self.update_files(found, stats, full)
             stats.notes.extend(self.notes)
             writer = IndexWriter(conn)
@@ -379,6 +385,7 @@ class _Run:
                     "head": history.head or "",
                     "git": "1" if found.git else "0",
                     "indexed_at": str(int(time.time())),
+                    freshness.RACY_KEY: json.dumps(sorted(self.racy)),
                 }
             )
             if changed and (len(self.changed) > 1000 or stats.files_removed):
@@ -387,6 +394,8 @@ class _Run:
                 conn.execute("INSERT INTO fts (fts) VALUES ('optimize')")
             if changed:
                 writer.rebuild_vocabulary()
+            if generation.GENERATION_KEY not in meta:  # an index from before generations
+                generation.renew(conn)
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
@@ -402,7 +411,8 @@ class _Run:
         stored = meta.get("project")
         name = self.wanted_name or stored or self.root.name
         if stored is not None and stored != name:
-            rename_project(self.conn, stored, name)
+            if rename_project(self.conn, stored, name):
+                generation.renew(self.conn)  # the mapped arrays hold the old URIs
             stats.notes.append(f"the project {stored!r} was renamed {name!r}")
         self.project = stats.project = name
 
@@ -435,11 +445,18 @@ class _Run:
             previous = old.get(candidate.path)
             if full or (previous is not None and previous.plan != plan):
                 previous = None  # parse it whatever its content
-            if previous is not None and (previous.size, previous.mtime_ns) == stat:
+            unsure = candidate.path in self.racy_before
+            if previous is not None and (previous.size, previous.mtime_ns) == stat and not unsure:
                 kept.add(candidate.path)
                 continue
             cached = old_skipped.get(candidate.path)
-            if not full and cached is not None and cached[:2] == stat and _cacheable(cached[2]):
+            if (
+                not full
+                and not unsure
+                and cached is not None
+                and cached[:2] == stat
+                and _cacheable(cached[2])
+            ):
                 skipped.append((candidate.path, *stat, cached[2]))
                 continue
             digest = previous.sha256 if previous is not None else None
@@ -481,8 +498,10 @@ class _Run:
             for done, outcome in enumerate(self.outcomes(todo), 1):
                 if isinstance(outcome, discovery.Skip):
                     item = todo[done - 1].candidate
+                    self.read(item.path, item.mtime_ns)
                     skipped.append((item.path, item.size, item.mtime_ns, outcome.reason))
                 elif isinstance(outcome, Unchanged):
+                    self.read(outcome.path, outcome.mtime_ns)
                     touched.append((outcome.size, outcome.mtime_ns, outcome.path))
                     kept.add(outcome.path)
                     stats.bytes_read += outcome.size
@@ -490,6 +509,7 @@ class _Run:
                     previous = old.get(outcome.path)
                     if previous is not None:
                         stale.append(previous.id)
+                    self.read(outcome.path, outcome.mtime_ns)
                     records.append(outcome)
                     written.add(outcome.path)
                     stats.bytes_read += outcome.size
@@ -505,6 +525,12 @@ class _Run:
                 self.write(writer, *pending, stats)
         writer.touch(touched)
         return written
+
+    def read(self, path: str, mtime_ns: int) -> None:
+        """Note a file read in this run; one whose mtime is not before the run's start is
+        read again by the next run (see ``contextfuse.kb.freshness.RACY_KEY``)."""
+        if freshness.trusted(mtime_ns, self.started_ns) != mtime_ns:
+            self.racy.add(path)
 
     def count(self, records: list[FileRecord]) -> None:
         """Count the tokens of records that were parsed without counting."""
@@ -658,6 +684,7 @@ class _Run:
             conn.execute(
                 "DELETE FROM vectors WHERE content_hash NOT IN (SELECT content_hash FROM nodes)"
             )
+            generation.renew(conn)
             conn.execute("COMMIT")
         with self.db.snapshot():
             _totals(conn, stats)

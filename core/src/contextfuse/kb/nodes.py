@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from contextfuse.backends import Node, Rendering
+from contextfuse.kb import generation
 from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.store import Database
 
@@ -20,6 +21,8 @@ _NODE_COLUMNS = (
 _NODE_FROM = "nodes n LEFT JOIN nodes p ON p.id = n.parent_id"
 _CHUNK = 500  # bound parameters per query
 _LINE_CACHE_FILES = 256  # split files kept per thread between calls
+_MEMO_NODES = 200_000  # nodes kept between calls
+_MEMO_CHARS = 64_000_000  # characters of renderings kept between calls
 
 
 def chunked(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -51,20 +54,83 @@ def _node(row: Sequence[Any]) -> Node:
     )
 
 
+class _Source:
+    """A file's text, split into lines on the first slice asked of it."""
+
+    __slots__ = ("_lines", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._lines: list[str] | None = None
+
+    def lines(self, first: int, last: int) -> str:
+        """Lines ``first`` to ``last`` (1-based, inclusive), as :func:`source_lines` gives."""
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        return "\n".join(self._lines[first - 1 : last])
+
+
+class _Generation:
+    """Nodes and renderings read from one generation of the index."""
+
+    __slots__ = ("key", "nodes", "renderings", "size")
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.nodes: dict[str, Node | None] = {}  # None: no such node
+        self.renderings: dict[tuple[str, Any, Any], dict[int, Rendering]] = {}
+        self.size = 0  # characters of the renderings held
+
+
+class _Memo:
+    """What the node store read, kept while the index's content stays the same.
+
+    A service answers many requests about one index: most of their candidates are nodes an
+    earlier request read. Shared by the threads (each entry is complete before it is added),
+    bounded (emptied past :data:`_MEMO_NODES` nodes or :data:`_MEMO_CHARS` characters of
+    renderings), and emptied when the index's generation changes.
+    """
+
+    def __init__(self) -> None:
+        self._current = _Generation("")
+
+    def of(self, key: str) -> _Generation:
+        """The entries of generation ``key`` (empty if another one was current)."""
+        current = self._current
+        if current.key != key:
+            current = self._current = _Generation(key)
+        return current
+
+    def add_nodes(self, memo: _Generation, found: dict[str, Node | None]) -> None:
+        if len(memo.nodes) + len(found) > _MEMO_NODES:
+            memo.nodes.clear()
+        memo.nodes.update(found)
+
+    def add_renderings(
+        self, memo: _Generation, found: dict[tuple[str, Any, Any], dict[int, Rendering]]
+    ) -> None:
+        size = sum(len(r.content) for renderings in found.values() for r in renderings.values())
+        if memo.size + size > _MEMO_CHARS:
+            memo.renderings.clear()
+            memo.size = 0
+        memo.renderings.update(found)
+        memo.size += size
+
+
 class SQLiteNodeStore:
     """Nodes of one project's index. Depth-9 text is sliced from the stored file content."""
 
     def __init__(self, db: Database, project: str) -> None:
         self._db = db
         self._project = project
-        # Split file text, kept per thread (each thread has its own connection, and
-        # PRAGMA data_version is comparable only within one connection).
+        # Split file text, kept per thread (each thread reads through its own connection).
         self._local = threading.local()
+        self._memo = _Memo()
 
-    def _file_lines(self, conn: Any) -> OrderedDict[int, list[str]]:
-        """This thread's cache of split files, emptied when another connection commits."""
-        version = conn.execute("PRAGMA data_version").fetchone()[0]
-        cache: OrderedDict[int, list[str]] | None = getattr(self._local, "lines", None)
+    def _file_lines(self, conn: Any) -> OrderedDict[int, _Source]:
+        """This thread's cache of file texts, emptied when the index's content changes."""
+        version = generation.cache_key(conn)
+        cache: OrderedDict[int, _Source] | None = getattr(self._local, "lines", None)
         if cache is None or getattr(self._local, "version", None) != version:
             cache = self._local.lines = OrderedDict()
             self._local.version = version
@@ -88,12 +154,23 @@ class SQLiteNodeStore:
         """The nodes with these URIs (missing ones are left out)."""
         found: dict[str, Node] = {}
         with self._db.snapshot() as conn:
+            memo = self._memo.of(generation.cache_key(conn))
             for chunk in chunked(list(dict.fromkeys(uris))):
-                marks = ",".join("?" * len(chunk))
-                for row in conn.execute(
-                    f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.uri IN ({marks})", chunk
-                ):
-                    found[row[0]] = _node(row)
+                read: dict[str, Node] = {}
+                wanted = [uri for uri in chunk if uri not in memo.nodes]
+                if wanted:
+                    marks = ",".join("?" * len(wanted))
+                    for row in conn.execute(
+                        f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.uri IN ({marks})",
+                        wanted,
+                    ):
+                        read[row[0]] = _node(row)
+                    self._memo.add_nodes(memo, {uri: read.get(uri) for uri in wanted})
+                # In the order a query of the whole chunk gives (by URI, from its index).
+                for uri in sorted(chunk):
+                    node = read[uri] if uri in read else memo.nodes.get(uri)
+                    if node is not None:
+                        found[uri] = node
         return found
 
     def get_renderings(
@@ -106,40 +183,65 @@ class SQLiteNodeStore:
 
         ``max_tokens``: renderings of more tokens are left out (their text is never read).
         """
-        wanted = None if depths is None else sorted(set(depths))
+        wanted = None if depths is None else tuple(sorted(set(depths)))
         out: dict[str, dict[int, Rendering]] = {}
         with self._db.snapshot() as conn:
-            sources = self._file_lines(conn)  # file id -> its lines, for depth-9 slices
+            memo = self._memo.of(generation.cache_key(conn))
             for chunk in chunked(list(dict.fromkeys(uris))):
-                marks = ",".join("?" * len(chunk))
-                depth_filter = ""
-                params: list[Any] = list(chunk)
-                if wanted is not None:
-                    depth_filter = f" AND r.depth IN ({','.join('?' * len(wanted))})"
-                    params.extend(wanted)
-                if max_tokens is not None:
-                    depth_filter += " AND r.token_count <= ?"
-                    params.append(int(max_tokens))
-                rows = conn.execute(
-                    "SELECT n.uri, n.file_id, n.kind, r.depth, r.content, r.token_count,"
-                    " r.line_start, r.line_end FROM nodes n JOIN renderings r ON r.node_id = n.id"
-                    f" WHERE n.uri IN ({marks}){depth_filter}",
-                    params,
-                ).fetchall()
-                for uri, file_id, kind, depth, content, tokens, first, last in rows:
-                    if content is None:  # the node's lines of the file
-                        lines = sources.get(file_id)
-                        if lines is None:
-                            text = conn.execute(
-                                "SELECT content FROM files WHERE id = ?", (file_id,)
-                            ).fetchone()[0]
-                            lines = sources[file_id] = stored_text(text).split("\n")
-                            if len(sources) > _LINE_CACHE_FILES:
-                                sources.popitem(last=False)
-                        else:
-                            sources.move_to_end(file_id)
-                        content = source_lines(lines, kind, first, last)
-                    out.setdefault(uri, {})[depth] = Rendering(depth, content, tokens, first, last)
+                missing = [u for u in chunk if (u, wanted, max_tokens) not in memo.renderings]
+                read = self._read_renderings(conn, missing, wanted, max_tokens)
+                self._memo.add_renderings(
+                    memo, {(uri, wanted, max_tokens): read.get(uri, {}) for uri in missing}
+                )
+                # In the order a query of the whole chunk gives (by URI, from its index).
+                for uri in sorted(chunk):
+                    found = read.get(uri)
+                    if found is None:
+                        found = dict(memo.renderings.get((uri, wanted, max_tokens)) or {})
+                    if found:
+                        out[uri] = found
+        return out
+
+    def _read_renderings(
+        self,
+        conn: Any,
+        uris: Sequence[str],
+        wanted: Sequence[int] | None,
+        max_tokens: int | None,
+    ) -> dict[str, dict[int, Rendering]]:
+        out: dict[str, dict[int, Rendering]] = {}
+        sources = self._file_lines(conn)  # file id -> its text, for depth-9 slices
+        for chunk in chunked(uris):
+            marks = ",".join("?" * len(chunk))
+            depth_filter = ""
+            params: list[Any] = list(chunk)
+            if wanted is not None:
+                depth_filter = f" AND r.depth IN ({','.join('?' * len(wanted))})"
+                params.extend(wanted)
+            if max_tokens is not None:
+                depth_filter += " AND r.token_count <= ?"
+                params.append(int(max_tokens))
+            rows = conn.execute(
+                "SELECT n.uri, n.file_id, n.kind, r.depth, r.content, r.token_count,"
+                " r.line_start, r.line_end FROM nodes n JOIN renderings r ON r.node_id = n.id"
+                f" WHERE n.uri IN ({marks}){depth_filter}",
+                params,
+            ).fetchall()
+            for uri, file_id, kind, depth, content, tokens, first, last in rows:
+                if content is None:  # the node's lines of the file
+                    source = sources.get(file_id)
+                    if source is None:
+                        text = conn.execute(
+                            "SELECT content FROM files WHERE id = ?", (file_id,)
+                        ).fetchone()[0]
+                        source = sources[file_id] = _Source(stored_text(text))
+                        if len(sources) > _LINE_CACHE_FILES:
+                            sources.popitem(last=False)
+                    else:
+                        sources.move_to_end(file_id)
+                    # A file's depth 9 is its whole text: no split and join again.
+                    content = source.text if kind == "file" else source.lines(first, last)
+                out.setdefault(uri, {})[depth] = Rendering(depth, content, tokens, first, last)
         return out
 
     def children(self, uri: str) -> list[Node]:

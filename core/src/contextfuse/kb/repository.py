@@ -15,7 +15,8 @@ from typing import Any
 from contextfuse.backends import BackendSet
 from contextfuse.kb.api import resolve_root
 from contextfuse.kb.files import DEFAULT_MAX_FILE_SIZE
-from contextfuse.kb.indexer import IndexStats, ProgressCallback, build_index
+from contextfuse.kb.indexer import IndexStats, ProgressCallback
+from contextfuse.kb.refresh import run_index
 from contextfuse.tokenizer import Tokenizer
 
 __all__ = ["index", "open_backends"]
@@ -56,7 +57,7 @@ def index(
     :raises KnowledgeBaseError: the index cannot be built or its file is corrupt or foreign.
     """
     root = resolve_root(path)
-    return build_index(
+    return run_index(
         root,
         index_dir=Path(index_dir).expanduser() if index_dir else None,
         rebuild=rebuild,

@@ -39,7 +39,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from contextfuse.kb.compressed import compress_text, stored_text
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
-from contextfuse.kb.writer import IndexWriter
 
 __all__ = [
     "EVICTED",
@@ -362,6 +361,8 @@ def _evict(conn: sqlite3.Connection, paths: Sequence[str]) -> int:
         ).fetchall()
     if not rows:
         return 0
+    from contextfuse.kb.writer import IndexWriter  # here: assemblies only promote files
+
     writer = IndexWriter(conn)
     writer.delete_files([row[0] for row in rows])
     writer.rebuild_edges()

@@ -9,20 +9,25 @@ kept twice, compactly:
 * float16 (half of float32): the best ``_RESCORE`` candidates per hit asked for are rescored
   with these, so the final order and scores are those of the float32 cosine to within 0.001.
 
-The codes of the current nodes are loaded once per open and reloaded only after the index
-changes; the float16 vectors are read only for the candidates of a search.
+The codes of the current nodes (with their scales, URIs and content hashes) are built once per
+generation of the index and mapped from their file by every process (``contextfuse.kb.arrays``);
+the float16 vectors are read from SQLite only for the candidates of a search.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import numpy as np
 import numpy.typing as npt
 
 from contextfuse.backends import SearchHit
+from contextfuse.kb import generation
+from contextfuse.kb.arrays import PackedStrings, load_arrays, pack_strings
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
 
@@ -37,8 +42,8 @@ _CODE_MAX = 127
 class _Codes:
     """The int8 codes of one model's vectors for the current nodes, in node order."""
 
-    uris: list[str]
-    hashes: list[str]
+    uris: Sequence[str]
+    hashes: Sequence[str]
     codes: npt.NDArray[np.int8]  # (nodes, dimensions)
     scales: npt.NDArray[np.float32]  # (nodes,): code * scale = component
 
@@ -61,11 +66,17 @@ class SQLiteVectorBackend:
         self._db = db
         self._lock = threading.Lock()
         self._cache: dict[str, _Codes] = {}
-        self._version = -1
+        self._version = ""
 
     def models(self) -> list[str]:
         """Names of the embedding models that have vectors stored."""
-        return [row[0] for row in self._db.read("SELECT DISTINCT model FROM vectors ORDER BY 1")]
+        # One index seek per model: DISTINCT would read every vector (megabytes) to find two.
+        rows = self._db.read(
+            "WITH RECURSIVE m(model) AS (SELECT min(model) FROM vectors UNION ALL"
+            " SELECT (SELECT min(model) FROM vectors WHERE model > m.model) FROM m"
+            " WHERE m.model IS NOT NULL) SELECT model FROM m WHERE model IS NOT NULL"
+        )
+        return [row[0] for row in rows]
 
     def search(
         self, model: str, vector: npt.NDArray[np.float32], limit: int = 50
@@ -142,13 +153,14 @@ class SQLiteVectorBackend:
                 "VALUES (?, ?, ?, ?, ?)",
                 rows,
             )
+            generation.renew(conn)
             if own:
                 conn.execute("COMMIT")
         except BaseException:
             if own and conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
-        with self._lock:  # data_version does not see this connection's own writes
+        with self._lock:  # this process wrote: nothing it cached before is current
             self._cache.clear()
 
     def _rescore(
@@ -175,30 +187,51 @@ class SQLiteVectorBackend:
         return scores
 
     def _codes(self, model: str) -> _Codes:
-        version = self._db.data_version()
+        version = generation.read_key(self._db)
         with self._lock:
             if version != self._version:
                 self._cache.clear()
                 self._version = version
             cached = self._cache.get(model)
             if cached is None:
-                rows = self._db.read(
-                    "SELECT n.uri, n.content_hash, v.scale, v.codes FROM nodes n JOIN vectors v "
-                    "ON v.model = ? AND v.content_hash = n.content_hash ORDER BY n.id",
-                    (model,),
+                key, arrays = load_arrays(
+                    self._db, f"codes-{model}", lambda conn: _code_arrays(conn, model)
                 )
-                if rows:
-                    codes = np.frombuffer(b"".join(row[3] for row in rows), dtype=np.int8)
-                    cached = _Codes(
-                        uris=[row[0] for row in rows],
-                        hashes=[row[1] for row in rows],
-                        codes=codes.reshape(len(rows), -1),
-                        scales=np.array([row[2] for row in rows], dtype=np.float32),
-                    )
-                else:
-                    cached = _Codes([], [], np.zeros((0, 0), np.int8), np.zeros(0, np.float32))
-                self._cache[model] = cached
+                cached = _Codes(
+                    uris=PackedStrings(arrays["uri_data"], arrays["uri_ends"]),
+                    hashes=PackedStrings(arrays["hash_data"], arrays["hash_ends"]),
+                    codes=arrays["codes"],
+                    scales=arrays["scales"],
+                )
+                if key == version:
+                    self._cache[model] = cached
             return cached
+
+
+def _code_arrays(conn: sqlite3.Connection, model: str) -> dict[str, npt.NDArray[Any]]:
+    """The int8 codes and scales of the current nodes' vectors of ``model``, one row per node
+    in id order, and the nodes' URIs and content hashes."""
+    rows = conn.execute(
+        "SELECT n.uri, n.content_hash, v.scale, v.codes FROM nodes n JOIN vectors v "
+        "ON v.model = ? AND v.content_hash = n.content_hash ORDER BY n.id",
+        (model,),
+    ).fetchall()
+    if rows:
+        codes = np.frombuffer(b"".join(row[3] for row in rows), dtype=np.int8)
+        codes = codes.reshape(len(rows), -1)
+    else:
+        codes = np.zeros((0, 0), dtype=np.int8)
+    scales = np.array([row[2] for row in rows], dtype=np.float32)
+    uris = pack_strings([row[0] for row in rows])
+    hashes = pack_strings([row[1] for row in rows])
+    return {
+        "codes": codes,
+        "scales": scales,
+        "uri_data": uris["data"],
+        "uri_ends": uris["ends"],
+        "hash_data": hashes["data"],
+        "hash_ends": hashes["ends"],
+    }
 
 
 def _scan(

@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from contextfuse.kb import generation
 from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.links import FileFacts, NodeKey, go_module, iter_edges
 from contextfuse.kb.nodes import chunked
@@ -101,6 +102,8 @@ class IndexWriter:
         file can give its surviving nodes their old ids (edges into them stay valid).
         """
         removed: dict[str, tuple[int, str, str]] = {}
+        if file_ids:
+            generation.renew(self.conn)
         for chunk in chunked(list(file_ids)):
             marks = ",".join("?" * len(chunk))
             contents = {
@@ -153,6 +156,8 @@ class IndexWriter:
         A node whose URI is in ``reuse`` gets that id back (see :meth:`delete_files`).
         """
         reuse = reuse or {}
+        if records:
+            generation.renew(self.conn)
         files_rows = []
         node_rows = []
         rendering_rows = []
@@ -260,6 +265,7 @@ class IndexWriter:
         With ``paths``, only the edges out of those files are replaced: right when every other
         file's edges still hold (no file added or removed, no symbol added or removed).
         """
+        generation.renew(self.conn)
         rows: Iterable[tuple[str, str, str]]
         if paths is None:
             self.conn.execute("DELETE FROM edges")

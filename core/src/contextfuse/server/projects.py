@@ -102,12 +102,16 @@ class WarmProject:
             return self._refresh()
 
     def _refresh(self) -> Any:
+        if self._open and self.problem is None and self.assembler.unchanged():
+            # Proven from stats alone: requests go on, nothing is locked or reopened.
+            self._refreshed_at = self._clock()
+            return None
         self._lock.acquire_write()
         try:
             if self._open:
                 self.assembler.backends.nodes.close()
             try:
-                stats = self.assembler.refresh()
+                stats = self.assembler.refresh(force=True)
             except KnowledgeBaseError as exc:
                 if not self.assembler.has_index():
                     raise

@@ -7,6 +7,7 @@ A settings file (TOML) may give everything the flags give::
     port = 8765
     max_body_bytes = 16777216
     refresh_interval_s = 30
+    workers = 2                  # processes answering requests (default 1)
     allowed_hosts = ["myhost.internal"]  # served without a token: loopback names and these
     store = "postgresql://db.example/contextfuse"  # optional: one store for every project
 
@@ -75,6 +76,8 @@ class ServerSettings(BaseModel):
     token: str | None = Field(default=None, min_length=16)
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     refresh_interval_s: float = Field(default=30.0, ge=0)
+    #: Worker processes answering requests (one index, refreshed by the main process).
+    workers: int = Field(default=1, ge=1, le=64)
     #: ``Host`` names a server without a token answers besides loopback ones (e.g. the name
     #: of a reverse proxy on this machine).
     allowed_hosts: tuple[str, ...] = ()
