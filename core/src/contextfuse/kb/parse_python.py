@@ -8,10 +8,11 @@ import warnings
 
 from contextfuse.kb.parse_pieces import PIECE_LINES, Statement, add_blocks, first_line_segments
 from contextfuse.kb.parsed import Import, ParsedFile, Qualnames, Segment, Symbol, preorder
+from contextfuse.kb.parser_versions import PYTHON_ID
 
 __all__ = ["PARSER_ID", "parse_python"]
 
-PARSER_ID = "python-ast/2"
+PARSER_ID = PYTHON_ID
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
 # Imports inside functions (Django defers many to avoid import cycles); ast gives the

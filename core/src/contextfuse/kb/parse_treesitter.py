@@ -23,6 +23,7 @@ from contextfuse.kb.parse_pieces import (
     first_line_segments,
 )
 from contextfuse.kb.parsed import Import, ParsedFile, Qualnames, Segment, Symbol, preorder
+from contextfuse.kb.parser_versions import tree_sitter_id
 
 __all__ = ["LANGUAGES", "TreeSitterParser", "missing_reason", "parser_for"]
 
@@ -261,7 +262,7 @@ class TreeSitterParser:
         self.language = language
         self.spec = spec
         self.parser = parser
-        self.parser_id = f"treesitter-{language}/3"
+        self.parser_id = tree_sitter_id(language)
 
     def parse(self, text: str, lines: list[str]) -> ParsedFile:
         """Parse one file (tree-sitter always produces a tree, errors included)."""
