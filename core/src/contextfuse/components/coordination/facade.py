@@ -36,6 +36,7 @@ from contextfuse.components.protocols import (
     StrategyExecutor,
     StrategySelector,
 )
+from contextfuse.components.relevance_record import record_strategy_relevance
 from contextfuse.errors import ComponentContractError
 from contextfuse.models import (
     ContextBudget,
@@ -195,7 +196,7 @@ class StrategyCoordinator:
             used.append(result.strategy_name)
 
         return CoordinationResult(
-            fragments=gathered,
+            fragments=record_strategy_relevance(gathered),
             strategies_used=used,
             allocations=[a.as_tuple() for a in allocations],
             circuit_broken=circuit_broken,

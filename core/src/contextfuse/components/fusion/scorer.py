@@ -12,6 +12,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextfuse.components.protocols import PackKey, ScoredFragment
+from contextfuse.components.relevance_record import STRATEGY_RELEVANCE, parse_strategy_relevance
 from contextfuse.models import ContextFragment, PlanContext
 
 #: Tier values of the ``tier`` score component.
@@ -426,6 +427,8 @@ class WeightedCompositeScorer:
             *rows, strict=True
         )
         names_col = [tuple(sorted(set(members.get(node, ())))) for node in nodes]
+        if len(ranks) > 1:
+            relevance_col = _leads_relevance(fragments, relevance_col, names_col, qualities)
         # The strategies serving each resource type; then, per (strategies, type), the
         # agreement and how many better strategies serving the type missed the node.
         pairs = set(zip(names_col, type_col, strict=True))
@@ -487,3 +490,28 @@ class WeightedCompositeScorer:
             add_key((-value, -depth, tokens, node, i))
         keys.sort()
         return scored, keys
+
+
+def _leads_relevance(
+    fragments: Sequence[ContextFragment],
+    relevance: Sequence[float],
+    names: Sequence[tuple[str, ...]],
+    qualities: Mapping[str, float],
+) -> tuple[float, ...]:
+    """Each candidate's relevance as the best strategy that found it scored it.
+
+    Deduplication keeps a node's fragment of highest relevance, whichever strategy returned
+    it: a weaker strategy's own best would then outrank what the best strategy placed above
+    it. Coordination records every strategy's relevance of a node found by several
+    (``STRATEGY_RELEVANCE``); the best one's is the candidate's, so the best strategy's order
+    among its nodes stands and the others add their agreement.
+    """
+    out: list[float] = []
+    for f, rel, found in zip(fragments, relevance, names, strict=True):
+        recorded = f.metadata.get(STRATEGY_RELEVANCE)
+        if recorded is None or len(found) < 2:
+            out.append(rel)
+            continue
+        best = max(found, key=lambda n: (qualities.get(n, _DEFAULT_QUALITY), n))
+        out.append(parse_strategy_relevance(recorded).get(best, rel))
+    return tuple(out)
