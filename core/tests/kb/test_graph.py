@@ -162,3 +162,28 @@ def test_go_rust_and_java_imports_resolve_to_files(
     assert edges(kb, p + "go/shop/main.go", "imports") == {p + "go/shop/util/slug.go"}
     assert edges(kb, p + "rust/src/lib.rs", "imports") == {p + "rust/src/helpers.rs"}
     assert edges(kb, p + "java/shop/Cart.java", "imports") == {p + "java/shop/util/Slug.java"}
+
+
+def test_a_walk_round_over_the_reached_nodes_edges_equals_one_over_every_edge() -> None:
+    import numpy as np
+
+    from contextfuse.kb import graph
+
+    rng = np.random.default_rng(7)
+    nodes, edges = 400, 1600
+    source, target = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
+    order = np.argsort(source, kind="stable")
+    adjacency = graph._Adjacency(
+        ids=np.arange(nodes),
+        source=source[order],
+        target=target[order],
+        share=rng.random(edges)[order],
+        dangling=np.zeros(nodes, dtype=bool),
+        first=np.searchsorted(source[order], np.arange(nodes + 1)),
+    )
+    rank = np.zeros(nodes)
+    rank[rng.integers(0, nodes, 12)] = rng.random(12)
+    every_edge = np.bincount(
+        adjacency.target, weights=rank[adjacency.source] * adjacency.share, minlength=nodes
+    )
+    assert np.array_equal(graph._spread(adjacency, rank), every_edge)

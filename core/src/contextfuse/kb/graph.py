@@ -28,6 +28,7 @@ __all__ = ["EDGE_KINDS", "SQLiteGraphBackend"]
 EDGE_KINDS = ("contains", "imports", "calls", "references", "inherits")
 _MAX_ITERATIONS = 50  # the error shrinks by ``damping`` each round: 0.85**50 < 0.0003
 _TOLERANCE = 1e-6  # L1 change between rounds
+_SPARSE_SHARE = 4  # a round reads only the reached nodes' edges while they are under 1/4
 
 
 class _Adjacency(NamedTuple):
@@ -38,6 +39,7 @@ class _Adjacency(NamedTuple):
     target: npt.NDArray[np.int64]
     share: npt.NDArray[np.float64]  # each edge's share of its source's outgoing weight
     dangling: npt.NDArray[np.bool_]  # nodes without outgoing weight
+    first: npt.NDArray[np.int64]  # node -> its first edge (edges are in order of source)
 
 
 def _adjacency_arrays(
@@ -66,13 +68,40 @@ def _adjacency_arrays(
     share = np.divide(
         specific, out[source_all], out=np.zeros_like(specific), where=out[source_all] > 0
     )
+    # Edges in order of source, with each node's first edge: a walk's round reads only the
+    # edges of the nodes its rank has reached so far.
+    order = np.argsort(source_all, kind="stable")
+    source_all = source_all[order]
     return {
         "ids": ids,
         "source": source_all,
-        "target": target_all,
-        "share": share,
+        "target": target_all[order],
+        "share": share[order],
         "dangling": out == 0,
+        "first": np.searchsorted(source_all, np.arange(len(ids) + 1)),
     }
+
+
+def _spread(graph: _Adjacency, rank: npt.NDArray[np.float64]) -> npt.NDArray[Any]:
+    """One round of a walk: the rank each node receives along its edges.
+
+    While the rank has reached few nodes (a walk from a few seeds in a large graph), only
+    their edges are read; past a quarter of the nodes, every edge is.
+    """
+    reached = np.flatnonzero(rank)
+    if len(reached) * _SPARSE_SHARE >= len(rank):
+        return np.bincount(
+            graph.target, weights=rank[graph.source] * graph.share, minlength=len(rank)
+        )
+    starts = graph.first[reached]
+    counts = graph.first[reached + 1] - starts
+    ends = np.cumsum(counts)
+    edges = np.repeat(starts - ends + counts, counts) + np.arange(int(ends[-1]) if len(ends) else 0)
+    return np.bincount(
+        graph.target[edges],
+        weights=rank[graph.source[edges]] * graph.share[edges],
+        minlength=len(rank),
+    )
 
 
 class SQLiteGraphBackend:
@@ -131,9 +160,7 @@ class SQLiteGraphBackend:
         personal /= personal.sum()
         rank = personal.copy()
         for _ in range(_MAX_ITERATIONS):
-            spread = np.bincount(
-                graph.target, weights=rank[graph.source] * graph.share, minlength=len(rank)
-            )
+            spread = _spread(graph, rank)
             lost = rank[graph.dangling].sum()  # mass of nodes without edges returns to the seeds
             updated = (1.0 - damping) * personal + damping * (spread + lost * personal)
             done = np.abs(updated - rank).sum() < _TOLERANCE
@@ -162,7 +189,7 @@ class SQLiteGraphBackend:
                 self._version = version
             cached = self._cache.get(kinds)
             if cached is None:
-                name = "graph-" + "-".join(kinds)
+                name = "graph-by-source-" + "-".join(kinds)
                 key, arrays = load_arrays(
                     self._db, name, lambda conn: _adjacency_arrays(conn, kinds)
                 )
