@@ -35,6 +35,7 @@ __all__ = [
     "Node",
     "NodeStore",
     "PlanStore",
+    "RegexSearch",
     "Rendering",
     "SearchHit",
     "TemporalBackend",
@@ -215,6 +216,32 @@ class TextBackend(Protocol):
         self, query: str, limit: int = 50, kinds: Sequence[str] | None = None
     ) -> list[SearchHit]:
         """Best-matching nodes for a free-text query, best first."""
+        ...
+
+
+@runtime_checkable
+class RegexSearch(Protocol):
+    """Optional extension of a :class:`TextBackend`: regular-expression search.
+
+    A text backend that also has ``search_regex`` offers it (check with
+    ``isinstance(backend, RegexSearch)``); one without it is still a complete TextBackend.
+    """
+
+    def search_regex(
+        self,
+        pattern: str,
+        limit: int = 50,
+        kinds: Sequence[str] | None = None,
+        ignore_case: bool = False,
+    ) -> list[SearchHit]:
+        """Nodes whose own text matches ``pattern``, most matching lines first.
+
+        RE2 syntax, matched in time linear in the text (no backreferences or look-around);
+        ``^`` and ``$`` match at line boundaries. A match counts for the innermost node (of
+        ``kinds``, if given) holding the line it starts on; the score is that node's number
+        of matching lines. Raises ``contextfuse.errors.InvalidPatternError``, naming what is
+        wrong, for a pattern that cannot be searched.
+        """
         ...
 
 

@@ -86,3 +86,8 @@ class UnknownPlanError(ContextfuseError):
 
 class KnowledgeBaseError(ContextfuseError):
     """The knowledge base index is missing, corrupt, foreign or cannot be built."""
+
+
+class InvalidPatternError(ContextfuseError, ValueError):
+    """A regular expression that cannot be searched: its syntax, its size, or a feature that
+    linear-time matching leaves out (backreferences, look-around). The message names it."""

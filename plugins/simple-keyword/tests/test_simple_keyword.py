@@ -12,7 +12,7 @@ from contextfuse.kb import index, open_backends
 from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_simple_keyword import SimpleKeywordStrategy
-from contextfuse_simple_keyword.query import extract_mentions
+from contextfuse_simple_keyword.query import extract_mentions, extract_patterns, pattern_scores
 
 FILES = {
     "shop/cart.py": '''"""The shopping cart."""
@@ -111,3 +111,44 @@ def test_mentions_find_paths_dotted_names_and_identifiers():
 def test_the_plugin_is_found_through_its_entry_point():
     pm = make_plugin_manager()
     assert "simple-keyword" in {s.strategy.name for s in pm.strategy_sources()}
+
+
+def test_a_regex_in_the_request_finds_code_its_words_do_not_name(backends):
+    # As words, "price" names round_price; as a pattern, only apply_discount multiplies it.
+    query = r"where is /\bprice \*/ done"
+    ranked = SimpleKeywordStrategy().rank(ContextRequest(query=query), backends, PlanContext())
+    assert ranked[0].uri.endswith("shop/pricing.py#apply_discount")
+
+
+def test_patterns_are_written_between_slashes_standing_alone():
+    found = extract_patterns(r"see /def\s+add_\w+/ and `/TOTAL/i`, not src/shop/cart.py or and/or")
+    assert [(p.source, p.ignore_case) for p in found] == [
+        (r"def\s+add_\w+", False),
+        ("TOTAL", True),
+    ]
+
+
+def test_an_escaped_slash_is_a_slash_in_the_pattern():
+    assert [p.source for p in extract_patterns(r"find /a\/b/ here")] == ["a/b"]
+
+
+def test_a_pattern_is_not_searched_as_words(backends):
+    words, scores = pattern_scores(r"cart /apply_disc\w+/ price", backends.text)
+    assert words == "cart price"
+    assert any(uri.endswith("shop/pricing.py#apply_discount") for uri in scores)
+
+
+def test_an_invalid_pattern_is_searched_as_words(backends):
+    words, scores = pattern_scores("why /apply_discount(/ fails", backends.text)
+    assert words == "why /apply_discount(/ fails"
+    assert scores == {}
+
+
+def test_scanning_for_patterns_is_linear_on_hostile_text():
+    # Many slashes with nothing between the pattern and its closing boundary.
+    assert extract_patterns(" /" + "a/" * 200_000) == []
+    assert extract_patterns(" /" + "\\" * 200_000 + "/") != []
+
+
+def test_slashes_between_words_are_not_a_pattern():
+    assert extract_patterns("13 passed / 180 deselected / 2 warnings") == []

@@ -3,6 +3,9 @@
 Any query string is safe: only word characters survive :func:`~contextfuse.kb.terms.query_terms`,
 each term is quoted, and terms are OR-ed. A long query (a whole issue) keeps only its most
 informative terms, the rarest by document frequency, so search stays fast.
+
+:meth:`SQLiteTextBackend.search_regex` (the ``RegexSearch`` extension) scans the stored files
+with RE2 (``contextfuse.kb.regex_search``): linear in the text whatever the pattern.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from contextfuse.backends import SearchHit
+from contextfuse.kb.compressed import stored_utf8
 from contextfuse.kb.nodes import chunked
+from contextfuse.kb.regex_search import NodeSpan, compile_pattern, rank_matches
 from contextfuse.kb.store import Database
 from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, weighted_query_terms
 
@@ -52,6 +57,36 @@ class SQLiteTextBackend:
             hits[uri] = max(hits.get(uri, 0.0), score * VARIANT_WEIGHT)
         ranked = sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return [SearchHit(uri, score) for uri, score in ranked]
+
+    def search_regex(
+        self,
+        pattern: str,
+        limit: int = 50,
+        kinds: Sequence[str] | None = None,
+        ignore_case: bool = False,
+    ) -> list[SearchHit]:
+        """Nodes whose own text matches an RE2 ``pattern``, most matching lines first.
+
+        Raises ``InvalidPatternError`` for a pattern that cannot be searched.
+        """
+        compiled = compile_pattern(pattern, ignore_case=ignore_case)
+        if limit <= 0:
+            return []
+        with self._db.snapshot() as conn:
+
+            def spans_of(file_id: int) -> list[NodeSpan]:
+                rows = conn.execute(
+                    "SELECT uri, kind, line_start, line_end FROM nodes WHERE file_id = ?",
+                    (file_id,),
+                )
+                return [NodeSpan(*row) for row in rows]
+
+            files = conn.execute(
+                "SELECT id, typeof(content) = 'blob', CAST(content AS BLOB) FROM files"
+                " WHERE id IN (SELECT file_id FROM nodes)"
+            )
+            texts = ((file_id, stored_utf8(data, bool(cold))) for file_id, cold, data in files)
+            return rank_matches(compiled, texts, spans_of, limit, kinds)
 
     def _match(
         self, terms: Sequence[str], limit: int, kinds: Sequence[str] | None

@@ -5,20 +5,30 @@ and written as a ``tsvector`` literal: PostgreSQL's own parser would split ``get
 and read ``a/b.py`` as one file-path token, and the two stores must find the same things.
 The four columns of the SQLite store map to the four weights: name A, path B, body C,
 identifier parts D, ranked by ``ts_rank`` with weights in the SQLite store's proportions.
+
+Regular-expression search (:meth:`PostgresTextBackend.search_regex`) finds the same nodes as the
+SQLite store's: PostgreSQL's ``~`` operator narrows the files on the server (the pattern
+rewritten to PostgreSQL's flavour, under a statement timeout), and the core's RE2 scan
+(``contextfuse.kb.regex_search``) reads the files it keeps. A pattern PostgreSQL reads
+otherwise, or cannot read in time, is scanned by RE2 alone over every file.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from contextfuse.backends import SearchHit
+from contextfuse.kb.compressed import stored_utf8
+from contextfuse.kb.regex_search import NodeSpan, compile_pattern, rank_matches
 from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, weighted_query_terms
 from contextfuse.kb.text import MAX_QUERY_TERMS
+from contextfuse_postgres.connection import translated
 from contextfuse_postgres.nodes import Reader
 
-__all__ = ["PostgresTextBackend", "tsvector_literal"]
+__all__ = ["PostgresTextBackend", "postgres_pattern", "tsvector_literal"]
 
 _WORD = re.compile(r"\w+")
 #: ts_rank weights {D, C, B, A}: parts, body, path, name (the SQLite store's 0.5, 1, 4, 10).
@@ -29,6 +39,51 @@ _MAX_TERM_BYTES = 2000  # PostgreSQL refuses lexemes over 2047 bytes
 _MAX_LITERAL = 900_000  # and tsvectors over 1 MB
 _COMMON_SHARE = 0.05
 _ENOUGH_TERMS = 8
+#: How long PostgreSQL may spend narrowing the files for a regex before RE2 scans them all.
+_REGEX_TIMEOUT_MS = 5000
+_FILES_PER_FETCH = 200
+#: RE2 escapes PostgreSQL spells otherwise (``\b`` is a backspace there).
+_ESCAPES = {"b": "\\y", "B": "\\Y", "z": "\\Z"}
+_UNTRANSLATED = frozenset("pPQEC")  # Unicode classes, quoting, single bytes: RE2 alone
+_LEADING_FLAGS = re.compile(r"\(\?([imsU]+)\)")
+
+
+def postgres_pattern(pattern: str, ignore_case: bool) -> str | None:
+    """``pattern`` (RE2 syntax) as a PostgreSQL regular expression matching at least as much,
+    or None when it uses what PostgreSQL spells differently (RE2 then scans every file).
+
+    Line mode ``w``: ``^`` and ``$`` match at lines, as ``(?m)`` in RE2; ``.`` may match a
+    newline there, so PostgreSQL never keeps fewer files than RE2 matches.
+    """
+    flags = "w" + ("i" if ignore_case else "")
+    leading = _LEADING_FLAGS.match(pattern)
+    if leading:
+        if "i" in leading.group(1):
+            flags += "i"
+        pattern = pattern[leading.end() :]
+    out: list[str] = []
+    position = 0
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\" and position + 1 < len(pattern):
+            escaped = pattern[position + 1]
+            if escaped in _UNTRANSLATED or pattern.startswith("x{", position + 1):
+                return None
+            out.append(_ESCAPES.get(escaped, char + escaped))
+            position += 2
+            continue
+        if pattern.startswith("(?P<", position) or pattern.startswith("(?<", position):
+            close = pattern.find(">", position)
+            if close < 0:
+                return None
+            out.append("(")
+            position = close + 1
+            continue
+        if pattern.startswith("(?", position) and not pattern.startswith("(?:", position):
+            return None  # flags inside the pattern: PostgreSQL takes them only at the start
+        out.append(char)
+        position += 1
+    return f"(?{flags})" + "".join(out)
 
 
 def tsvector_literal(name: str, path: str, body: str, parts: str) -> str:
@@ -83,6 +138,74 @@ class PostgresTextBackend:
             hits[uri] = max(hits.get(uri, 0.0), score * VARIANT_WEIGHT)
         ranked = sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return [SearchHit(uri, score) for uri, score in ranked]
+
+    def search_regex(
+        self,
+        pattern: str,
+        limit: int = 50,
+        kinds: Sequence[str] | None = None,
+        ignore_case: bool = False,
+    ) -> list[SearchHit]:
+        """Nodes whose own text matches an RE2 ``pattern``, most matching lines first.
+
+        Raises ``InvalidPatternError`` for a pattern that cannot be searched.
+        """
+        compiled = compile_pattern(pattern, ignore_case=ignore_case)
+        if limit <= 0:
+            return []
+        reader = self._reader
+        with translated(reader.url), reader.pool.connection() as conn:
+            candidates = self._narrowed(conn, postgres_pattern(pattern, ignore_case))
+
+            def spans_of(file_id: int) -> list[NodeSpan]:
+                rows = conn.execute(
+                    "SELECT uri, kind, line_start, line_end FROM cf_nodes WHERE file_id = %s",
+                    (file_id,),
+                )
+                return [NodeSpan(*row) for row in rows]
+
+            return rank_matches(compiled, self._texts(conn, candidates), spans_of, limit, kinds)
+
+    def _narrowed(self, conn: Any, pattern: str | None) -> list[int] | None:
+        """Ids of the project's files PostgreSQL's ``~`` keeps (cold files always: their
+        text is compressed), or None when it cannot say (the pattern, the time)."""
+        import psycopg
+
+        if pattern is None:
+            return None
+        try:
+            with conn.transaction():
+                conn.execute(f"SET LOCAL statement_timeout = {_REGEX_TIMEOUT_MS}")
+                rows = conn.execute(
+                    "SELECT id FROM cf_files WHERE project = %s"
+                    " AND (cold IS NOT NULL OR content ~ %s) ORDER BY id",
+                    (self._reader.project, pattern),
+                ).fetchall()
+        except (psycopg.errors.DataError, psycopg.errors.QueryCanceled):
+            return None  # invalid there, or too slow: RE2 reads every file instead
+        except psycopg.errors.ProgramLimitExceeded:
+            return None  # "regular expression is too complex"
+        return [int(row[0]) for row in rows]
+
+    def _texts(self, conn: Any, ids: list[int] | None) -> Iterator[tuple[int, bytes]]:
+        """``(file id, text)`` of these files (None: every file of the project with nodes),
+        a few at a time."""
+        if ids is None:
+            ids = [
+                int(row[0])
+                for row in conn.execute(
+                    "SELECT DISTINCT file_id FROM cf_nodes WHERE project = %s ORDER BY file_id",
+                    (self._reader.project,),
+                ).fetchall()
+            ]
+        for start in range(0, len(ids), _FILES_PER_FETCH):
+            rows = conn.execute(
+                "SELECT id, coalesce(cold, convert_to(content, 'UTF8')), cold IS NOT NULL"
+                " FROM cf_files WHERE id = ANY(%s) ORDER BY id",
+                (ids[start : start + _FILES_PER_FETCH],),
+            ).fetchall()
+            for file_id, data, cold in rows:
+                yield int(file_id), stored_utf8(data, bool(cold))
 
     def _match(
         self, terms: Sequence[str], limit: int, kinds: Sequence[str] | None

@@ -1,4 +1,13 @@
-"""What a request names explicitly: file paths, dotted names and identifiers."""
+"""What a request names explicitly: file paths, dotted names, identifiers and patterns.
+
+A regular expression in a request is written between slashes, ``/def\\s+dispatch_\\w+/``,
+with ``i`` after the closing slash to ignore case (``/todo|fixme/i``) and ``\\/`` for a slash
+inside it; it stands alone, after a space, a quote, a bracket or a backquote, and neither
+starts nor ends with a space (so paths such as ``src/app/main.py``, words such as ``and/or``
+and separators such as ``3 passed / 2 failed /`` are not patterns). It is searched as a
+regular expression over the nodes' text (RE2 syntax, linear in the text whatever the
+pattern), not as words; one that is not valid RE2 is searched as words instead.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +15,31 @@ import re
 
 import attrs
 
-from contextfuse.plugin import NodeStore
+from contextfuse.plugin import InvalidPatternError, NodeStore, RegexSearch
 
 __all__ = [
     "PATH_WEIGHT",
+    "PATTERN_WEIGHT",
     "SYMBOL_WEIGHT",
     "Mentions",
+    "Pattern",
     "extract_mentions",
+    "extract_patterns",
     "mention_scores",
+    "pattern_scores",
     "specific_mentions",
 ]
 
 #: How much an exact mention scores, relative to the best BM25 hit (which scores 1.0).
 PATH_WEIGHT = 1.5
 SYMBOL_WEIGHT = 1.0
+#: The node with the most lines matching a pattern of the request scores this much; others in
+#: proportion to their matching lines.
+PATTERN_WEIGHT = 1.0
+PATTERN_HITS = 100
+_MAX_PATTERNS = 5  # patterns searched per request; the rest are searched as words
+# Alternatives that cannot both match the same character, so this scans in linear time.
+_PATTERN = re.compile(r"""(?:^|(?<=[\s`'"(\[]))/((?:[^/\\\n]|\\.)+)/(i?)(?=$|[\s`'")\],.;:!?])""")
 
 _EXTENSIONS = (
     "py|pyi|js|jsx|ts|tsx|go|rs|java|kt|c|h|cc|cpp|hpp|cs|rb|php|swift|scala|md|rst|txt|"
@@ -145,3 +165,54 @@ def specific_mentions(text: str, nodes: NodeStore) -> dict[str, float]:
     so weak matches must not enter the ranking at all.
     """
     return {uri: score for uri, score in mention_scores(text, nodes).items() if score >= SPECIFIC}
+
+
+@attrs.frozen
+class Pattern:
+    """A regular expression written in a request, and where it was written."""
+
+    source: str  # as RE2 reads it: ``\\/`` is a slash
+    ignore_case: bool
+    start: int
+    end: int
+
+
+def extract_patterns(text: str, limit: int = _MAX_PATTERNS) -> list[Pattern]:
+    """The ``/pattern/`` and ``/pattern/i`` of a request, in order, at most ``limit``."""
+    found: list[Pattern] = []
+    for match in _PATTERN.finditer(text):
+        if len(found) == limit:
+            break
+        source = match.group(1).replace("\\/", "/")
+        if source != source.strip():
+            continue  # ``passed / 180 deselected / 2 errors``: slashes between words
+        found.append(Pattern(source, match.group(2) == "i", match.start(), match.end()))
+    return found
+
+
+def pattern_scores(text: str, backend: object) -> tuple[str, dict[str, float]]:
+    """Search the patterns of ``text``: ``(text left for word search, node URI -> score)``.
+
+    A pattern that the backend cannot search (not valid RE2, or a text backend without the
+    ``RegexSearch`` extension) stays in the text, to be searched as words.
+    """
+    patterns = extract_patterns(text)
+    if not patterns or not isinstance(backend, RegexSearch):
+        return text, {}
+    scores: dict[str, float] = {}
+    words: list[str] = []
+    cursor = 0
+    for pattern in patterns:
+        try:
+            hits = backend.search_regex(
+                pattern.source, limit=PATTERN_HITS, ignore_case=pattern.ignore_case
+            )
+        except InvalidPatternError:
+            continue
+        words.append(text[cursor : pattern.start])
+        cursor = pattern.end
+        best = max((h.score for h in hits), default=1.0) or 1.0
+        for hit in hits:
+            scores[hit.uri] = scores.get(hit.uri, 0.0) + PATTERN_WEIGHT * hit.score / best
+    words.append(text[cursor:])
+    return " ".join(part.strip() for part in words if part.strip()), scores

@@ -8,7 +8,7 @@ from contextfuse.plugin import (
     NodeScoringStrategy,
     StrategyCapabilities,
 )
-from contextfuse_simple_keyword.query import PATH_WEIGHT, mention_scores
+from contextfuse_simple_keyword.query import PATH_WEIGHT, mention_scores, pattern_scores
 
 __all__ = ["SimpleKeywordStrategy"]
 
@@ -16,7 +16,8 @@ TEXT_HITS = 300
 
 
 class SimpleKeywordStrategy(NodeScoringStrategy):
-    """BM25 full-text search plus exact identifiers and paths; the universal fallback."""
+    """BM25 full-text search plus exact identifiers, paths and ``/regex/`` patterns; the
+    universal fallback."""
 
     name = "simple-keyword"
     capabilities = StrategyCapabilities(
@@ -33,13 +34,13 @@ class SimpleKeywordStrategy(NodeScoringStrategy):
 
     def scores(self, request: ContextRequest, backends: BackendSet) -> dict[str, float]:
         """Node URI -> score: normalised BM25 plus bonuses for exact mentions."""
-        scores: dict[str, float] = {}
-        hits = backends.text.search(request.query, limit=TEXT_HITS) if request.query else []
+        words, scores = pattern_scores(request.query, backends.text)
+        hits = backends.text.search(words, limit=TEXT_HITS) if words else []
         if hits:
             best = max(h.score for h in hits) or 1.0
             for hit in hits:
-                scores[hit.uri] = hit.score / best
-        for uri, bonus in mention_scores(request.query, backends.nodes).items():
+                scores[hit.uri] = scores.get(hit.uri, 0.0) + hit.score / best
+        for uri, bonus in mention_scores(words, backends.nodes).items():
             scores[uri] = scores.get(uri, 0.0) + bonus
         for focus in request.focus_nodes:
             scores[focus] = scores.get(focus, 0.0) + PATH_WEIGHT
@@ -48,5 +49,6 @@ class SimpleKeywordStrategy(NodeScoringStrategy):
     def explain(self) -> str:
         return (
             "BM25 over code-aware terms plus exact matches of the file paths, dotted names and "
-            "identifiers the request mentions."
+            "identifiers the request mentions, and a regular-expression search for each "
+            "/pattern/ it holds."
         )
