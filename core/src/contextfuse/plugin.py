@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from contextfuse.backends import *  # noqa: F403
     from contextfuse.components.fusion.policy import PackingPolicy as PackingPolicy
     from contextfuse.components.protocols import *  # noqa: F403
+    from contextfuse.errors import InvalidPatternError as InvalidPatternError
     from contextfuse.hookspecs import hookimpl as hookimpl
     from contextfuse.kb import IndexSession as IndexSession
     from contextfuse.kb.plans import decision_tier as decision_tier

@@ -162,3 +162,23 @@ def test_the_mapped_vectors_are_the_int8_codes_and_their_scales(
         stored = db.execute("SELECT sum(length(codes)) FROM vectors").fetchone()[0]
     # int8 codes take one byte a component: the file holds them, not float32 (4 bytes).
     assert stored < codes.stat().st_size < 2 * stored + 4096
+
+
+def test_array_files_of_a_set_no_longer_asked_for_go_with_their_generation(
+    repo: Path,
+    built: Callable[[], Any],
+    opened: Callable[..., BackendSet],
+    write: Callable[..., Any],
+) -> None:
+    query(opened(repo))
+    orphan = array_files(repo)[0].with_name(
+        "vectors-of-a-removed-model-0123456789ab."
+        + array_files(repo)[0].name.split(".")[1]
+        + ".arr"
+    )
+    orphan.write_bytes(b"left by an older version")
+    write(repo, {"shop/util.py": "def slugify(text):\n    return text.lower()\n"})
+    built()
+    query(opened(repo))
+    assert orphan not in array_files(repo)
+    assert len(array_files(repo)) == 2

@@ -329,3 +329,61 @@ def test_a_files_header_comes_with_its_first_full_source_symbol(
     assert header.uko_node == "project://sel/cart.py#<header>" and header.detail_depth == 9
     assert header.content == '"""The shopping cart."""\n\nimport os'
     assert header.provenance.location == "L1-L3"
+
+
+def test_a_function_whose_signatures_are_its_whole_source_is_shown_at_full_source(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(new_repo, write, build, opened, {"calc.py": "def double(x): return 2 * x\n"})
+    scores = {uri: s for uri, s in _scores(kb).items() if uri.endswith("#double")}
+    policy = PackingPolicy(whole_file_tokens=0, whole_file_share=0.0, spend_target=0.0)
+    (fragment,) = _pack(kb, scores, 500, policy)
+    assert (fragment.content, fragment.detail_depth) == ("def double(x): return 2 * x", 9)
+
+
+def _function(name: str, lines: int) -> str:
+    body = "\n".join(f"    step_{i} = request.get('field_{i}')" for i in range(lines))
+    return f"def {name}(request):\n{body}\n    return request\n"
+
+
+def test_the_best_code_that_crosses_the_code_share_is_taken_before_smaller_code(
+    new_repo, write, build, opened
+) -> None:
+    files = {"core.py": _function("first", 20) + "\n\n" + _function("second", 20)}
+    files["small.py"] = "def third(request):\n    return request\n"
+    files.update({f"pkg/m{i}.py": _many_functions(4) for i in range(12)})
+    kb = _kb(new_repo, write, build, opened, files)
+    ranked = ("core.py#first", "core.py#second", "small.py#third")
+    scores = {uri: 0.01 for uri in _scores(kb) if "/pkg/" in uri}
+    scores.update(
+        {
+            u: 1.0 - 0.1 * ranked.index(u.split("/", 3)[-1])
+            for u in _scores(kb)
+            if u.split("/", 3)[-1] in ranked
+        }
+    )
+    full = {n: r[9].token_count for n, r in kb.nodes.get_renderings(list(scores), [9]).items()}
+    first = next(n for n in full if n.endswith("#first"))
+    # One function is under a piece's 30% of the budget; the code share (50%) ends inside
+    # the second, and the map of the twelve other files would take what it leaves.
+    budget = int(3.6 * full[first])
+    policy = PackingPolicy(map_share=0.5, whole_file_tokens=0, whole_file_share=0.0)
+    names = [f.uko_node.rsplit("#", 1)[-1] for f in _pack(kb, scores, budget, policy)]
+    assert {"first", "second"} <= set(names)
+
+
+def test_a_piece_is_sized_against_the_budget_not_what_the_preamble_leaves(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(new_repo, write, build, opened, {"core.py": _function("handle", 40)})
+    (node,) = [uri for uri in _scores(kb) if uri.endswith("#handle")]
+    tokens = kb.nodes.get_renderings([node], [9])[node][9].token_count
+    budget = -(-tokens * 10 // 3)  # the piece fits 30% of the budget, not 30% less the reserve
+    pipeline = _pipeline()
+    pipeline.register_strategy("fixed", FixedRanking({node: 1.0}))
+    with pipeline:
+        payload = pipeline.run(
+            "q", kb, ContextBudget(max_tokens=budget, reserved_tokens=0), explain=True
+        )
+    assert payload.explanation is not None and payload.explanation["preamble_reserve"] > 0
+    assert [(f.uko_node, f.detail_depth) for f in payload.fragments] == [(node, 9)]

@@ -174,14 +174,16 @@ def _aligned(offset: int) -> int:
 
 
 def _remove_stale(directory: Path, kept: Path) -> None:
-    """Delete this set's files of other generations (a process mapping one keeps its pages),
-    and temporary files that a killed writer left behind."""
-    prefix = kept.name.split(".", 1)[0] + "."
+    """Delete every array file of another generation, whatever its name (a set no longer
+    asked for, such as a removed model's vectors, would otherwise stay for good; a process
+    mapping one keeps its pages), and temporary files that a killed writer left behind."""
+    generation = kept.name.split(".")[1]
     abandoned = time.time() - _ABANDONED_S
     with contextlib.suppress(OSError):
         for entry in os.scandir(directory):
-            old = entry.name.startswith(prefix) and entry.name != kept.name
-            if old or (entry.name.startswith("." + prefix) and _mtime(entry) < abandoned):
+            parts = entry.name.split(".")
+            old = len(parts) == 3 and parts[2] == "arr" and parts[1] != generation
+            if old or (entry.name.endswith(".tmp") and _mtime(entry) < abandoned):
                 with contextlib.suppress(OSError):
                     os.remove(entry.path)
 

@@ -19,6 +19,7 @@ from contextfuse.assembler import ContextAssembler
 from contextfuse.config import load_config
 from contextfuse.errors import KnowledgeBaseError
 from contextfuse.kb.files import inside_repository
+from contextfuse.kb.tiers import tier_store_of
 from contextfuse.models import ContextPayload
 
 __all__ = ["ProjectPool", "ReadWriteLock", "WarmProject"]
@@ -168,6 +169,7 @@ class WarmProject:
         """The indexed (redacted) text of the file at ``path``, repository-relative.
 
         Refused when the path leads through a symbolic link now, whatever the index holds.
+        A file read is promoted to the hot tier (``contextfuse.kb.tiers``).
 
         :raises KnowledgeBaseError: the path is not served (not indexed, or behind a link).
         """
@@ -178,6 +180,9 @@ class WarmProject:
             nodes = self.assembler.backends.nodes
             uri = f"project://{nodes.project}/{path}"
             renderings = nodes.get_renderings([uri]).get(uri, {})
+            tiers = tier_store_of(self.assembler.backends) if renderings else None
+            if tiers is not None:
+                tiers.touch([path])
         finally:
             self._lock.release_read()
         if not renderings:

@@ -15,8 +15,7 @@ import re
 
 import attrs
 
-from contextfuse.errors import InvalidPatternError
-from contextfuse.plugin import NodeStore, RegexSearch
+from contextfuse.plugin import InvalidPatternError, NodeStore, RegexSearch
 
 __all__ = [
     "PATH_WEIGHT",

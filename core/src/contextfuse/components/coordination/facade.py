@@ -196,7 +196,8 @@ class StrategyCoordinator:
             used.append(result.strategy_name)
 
         return CoordinationResult(
-            fragments=record_strategy_relevance(gathered),
+            # One strategy's nodes have nothing to record (its own relevance is the fragment's).
+            fragments=record_strategy_relevance(gathered) if len(used) > 1 else gathered,
             strategies_used=used,
             allocations=[a.as_tuple() for a in allocations],
             circuit_broken=circuit_broken,

@@ -145,7 +145,7 @@ class _Renderer:
                 continue
             order.append(item.uri)
             signals = ", ".join(f"{name} #{rank}" for name, rank in item.signals.items())
-            for rendering in renderings.values():
+            for rendering in _distinct(renderings, node):
                 if rendering.token_count > self.tokens:
                     continue
                 fragments.append(self._fragment(item, node, rendering, relevance, signals))
@@ -338,3 +338,16 @@ def _path_of(uri: str) -> str:
     if not uri.startswith(_STORE_SCHEME):
         return ""
     return uri.split("#", 1)[0].split("/", 3)[-1]
+
+
+def _distinct(renderings: Mapping[int, Rendering], node: Node | None) -> list[Rendering]:
+    """The renderings, less a symbol's shallower ones whose text is its full source.
+
+    A small function's signatures are its whole source: it is shown at full source, not as a
+    second, shallower copy that deduplication (which keeps either) might pick instead. A
+    file's outline stays whatever its text: the file map shows files by their outline.
+    """
+    full = renderings.get(DetailDepth.FULL_SOURCE)
+    if full is None or node is None or node.kind == "file":
+        return list(renderings.values())
+    return [r for r in renderings.values() if r is full or r.content != full.content]

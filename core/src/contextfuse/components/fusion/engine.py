@@ -108,10 +108,9 @@ class FusionEngine:
         else:
             available = int(budget)
             budget_model = ContextBudget.of(available)
+        # The resolver sizes pieces against the budget (a piece's share of it is a property of
+        # the request, whatever the preamble takes); the packer fills what the reserve leaves.
         available = max(0, available - reserve_tokens)
-        if reserve_tokens:
-            # The resolver sizes pieces against what the packer may fill, the reserve taken off.
-            budget_model = ContextBudget.of(max(1, available))
         with gc_paused(self.pause_gc):
             return self._fuse(
                 fragments,
