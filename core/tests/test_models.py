@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -107,6 +109,43 @@ def test_generated_ids_are_ascending_ulids_of_the_current_millisecond():
         parsed = ULID.from_str(value)
         assert str(parsed) == value
         assert before - 0.002 <= parsed.timestamp <= after + 0.002
+
+
+def test_ids_made_by_concurrent_threads_are_distinct_and_ascend_in_each_thread():
+    from contextfuse.models import new_ulid
+
+    made: list[list[str]] = []
+
+    def make() -> None:
+        mine = [new_ulid() for _ in range(2000)]
+        made.append(mine)
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(ids == sorted(ids) for ids in made)
+    assert len({value for ids in made for value in ids}) == 8 * 2000
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_makes_ids_other_than_its_parents():
+    from contextfuse.models import new_ulid
+
+    new_ulid()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: its next id, to the parent, then out
+        os.write(write, new_ulid().encode())
+        os._exit(0)
+    os.close(write)
+    parents = new_ulid()
+    os.waitpid(child, 0)
+    with os.fdopen(read, "rb") as pipe:
+        childs = pipe.read().decode()
+    assert childs != parents
+    assert childs[10:] != parents[10:]  # the random parts, whatever the milliseconds
 
 
 def test_a_given_ulid_id_is_accepted():

@@ -14,9 +14,6 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from contextfuse.assembler import ContextAssembler
-from contextfuse.kb.tiers import tier_store_of
-
 pytestmark = pytest.mark.slow
 
 
@@ -101,19 +98,6 @@ def test_the_projects_indexed_files_are_resources(repo: Path) -> None:
     listed, read = session_run(repo, script)
     assert {str(r.uri).rsplit("/", 1)[-1] for r in listed.resources} >= {"calc.py", "main.py"}
     assert "def add(a, b):" in read.contents[0].text
-
-
-def test_a_resource_read_promotes_its_file_to_the_hot_tier(repo: Path) -> None:
-    async def script(session: ClientSession) -> Any:
-        await session.call_tool("assemble_context", {"query": "add two numbers"})
-        return await session.read_resource("project://demo/calc.py")
-
-    session_run(repo, script)
-    with ContextAssembler(repo) as assembler:
-        tiers = tier_store_of(assembler.backends)
-        assert tiers is not None
-        assert tiers.counts()["hot"] == 1
-        assert tiers.tiers_of(["calc.py"])["calc.py"][0] == "hot"
 
 
 def test_resources_are_named_for_the_served_project_not_its_folder(

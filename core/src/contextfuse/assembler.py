@@ -204,18 +204,18 @@ class ContextAssembler:
             preamble=preamble,
             explain=explain,
         )
-        _keep_delivered(backends, payload)
+        _promote(backends, payload)
         return payload
 
 
-def _keep_delivered(backends: BackendSet, payload: ContextPayload) -> None:
-    """The files an assembly delivered restart their idle clock (``contextfuse.kb.tiers``)."""
+def _promote(backends: BackendSet, payload: ContextPayload) -> None:
+    """The files an assembly delivered move to the hot tier (see ``contextfuse.kb.tiers``)."""
     from contextfuse.kb.tiers import file_paths, tier_store_of
 
     tiers = tier_store_of(backends)
     if tiers is not None and payload.fragments:
         uris = (f.provenance.resource_uri for f in payload.fragments)
-        tiers.keep(file_paths(uris, backends.nodes.project))
+        tiers.touch(file_paths(uris, backends.nodes.project))
 
 
 def assemble_context(

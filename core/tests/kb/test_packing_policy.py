@@ -346,32 +346,6 @@ def _function(name: str, lines: int) -> str:
     return f"def {name}(request):\n{body}\n    return request\n"
 
 
-def test_the_best_code_that_crosses_the_code_share_is_taken_before_smaller_code(
-    new_repo, write, build, opened
-) -> None:
-    files = {"core.py": _function("first", 20) + "\n\n" + _function("second", 20)}
-    files["small.py"] = "def third(request):\n    return request\n"
-    files.update({f"pkg/m{i}.py": _many_functions(4) for i in range(12)})
-    kb = _kb(new_repo, write, build, opened, files)
-    ranked = ("core.py#first", "core.py#second", "small.py#third")
-    scores = {uri: 0.01 for uri in _scores(kb) if "/pkg/" in uri}
-    scores.update(
-        {
-            u: 1.0 - 0.1 * ranked.index(u.split("/", 3)[-1])
-            for u in _scores(kb)
-            if u.split("/", 3)[-1] in ranked
-        }
-    )
-    full = {n: r[9].token_count for n, r in kb.nodes.get_renderings(list(scores), [9]).items()}
-    first = next(n for n in full if n.endswith("#first"))
-    # One function is under a piece's 30% of the budget; the code share (50%) ends inside
-    # the second, and the map of the twelve other files would take what it leaves.
-    budget = int(3.6 * full[first])
-    policy = PackingPolicy(map_share=0.5, whole_file_tokens=0, whole_file_share=0.0)
-    names = [f.uko_node.rsplit("#", 1)[-1] for f in _pack(kb, scores, budget, policy)]
-    assert {"first", "second"} <= set(names)
-
-
 def test_a_piece_is_sized_against_the_budget_not_what_the_preamble_leaves(
     new_repo, write, build, opened
 ) -> None:

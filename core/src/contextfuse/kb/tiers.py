@@ -1,12 +1,10 @@
 """Storage tiers of indexed files: hot, warm and cold, with a retention policy per tier.
 
-A file is **hot** while agents read it: a whole-file read (an MCP resource, say) promotes
-the file to hot. An assembly that delivers a fragment of a file restarts the file's idle
-clock but raises it no higher than warm: the engine's own output is no evidence that an
-agent works on a file, and counting it would let earlier, unrelated requests reorder later
-answers (the scorer's ``tier`` part). A file not read for ``hot_days`` is demoted to
-**warm**, and after ``warm_days`` to **cold**. A newly indexed file starts warm. Demotion
-runs with each ``contextfuse index``; ``contextfuse index --stats`` shows the tiers.
+A file is **hot** while agents read it: an assembly that delivers any fragment of a file,
+or a read of the whole file (an MCP resource), promotes the file to hot. A file not read
+for ``hot_days`` is demoted to **warm**, and after ``warm_days`` to **cold**. A newly
+indexed file starts warm. Demotion runs with each ``contextfuse index``; ``contextfuse
+index --stats`` shows the tiers.
 
 The tiers move content:
 
@@ -112,14 +110,6 @@ class TierStore(Protocol):
         """
         ...
 
-    def keep(self, paths: Iterable[str], now: float | None = None) -> None:
-        """These files were delivered by an assembly: their idle clock restarts.
-
-        A cold file becomes warm (stored whole again, or read again by the next index run if
-        it was evicted); a hot or warm file keeps its tier.
-        """
-        ...
-
     def apply(self, now: float | None = None) -> dict[str, int]:
         """Admit new files as warm, demote idle ones, compact cold ones, evict expired ones.
 
@@ -221,14 +211,6 @@ class SQLiteTierStore:
 
     def touch(self, paths: Iterable[str], now: float | None = None) -> None:
         """Promote these files to hot: they were just read (see :class:`TierStore`)."""
-        self._record(paths, now, "'hot'", "'hot'")
-
-    def keep(self, paths: Iterable[str], now: float | None = None) -> None:
-        """Restart these delivered files' idle clock (see :class:`TierStore`)."""
-        self._record(paths, now, "'warm'", "CASE tier WHEN 'cold' THEN 'warm' ELSE tier END")
-
-    def _record(self, paths: Iterable[str], now: float | None, new: str, update: str) -> None:
-        """Record an access: a new row's tier is ``new``, an existing row's ``update``."""
         stamp = int(now if now is not None else time.time())
         wanted = sorted(set(paths))
         if not wanted:
@@ -237,7 +219,7 @@ class SQLiteTierStore:
             with self._transaction(wait_ms=_TOUCH_WAIT_MS) as conn:
                 conn.executemany(
                     "INSERT INTO tiers (path, tier, last_access, accesses)"
-                    f" VALUES (?, {new}, ?, 1) ON CONFLICT (path) DO UPDATE SET tier = {update},"
+                    " VALUES (?, 'hot', ?, 1) ON CONFLICT (path) DO UPDATE SET tier = 'hot',"
                     " last_access = excluded.last_access, accesses = accesses + 1",
                     [(path, stamp) for path in wanted],
                 )

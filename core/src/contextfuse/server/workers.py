@@ -29,7 +29,7 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableSequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -191,12 +191,14 @@ class _Supervisor:
         self._context = multiprocessing.get_context("spawn")
         self._workers: list[Any] = []
         self._stop = threading.Event()
+        # Requests under way per worker, shared with them all (server/balance.py).
+        self._loads = self._context.RawArray("i", settings.workers)
 
     def start(self) -> None:
         """Start every worker and wait until each listens."""
         events = []
-        for _ in range(self._settings.workers):
-            process, ready = self._spawn()
+        for slot in range(self._settings.workers):
+            process, ready = self._spawn(slot)
             self._workers.append(process)
             events.append((process, ready))
         for process, ready in events:
@@ -205,13 +207,21 @@ class _Supervisor:
                     self.stop()
                     raise ConfigError(f"a worker process exited with {process.exitcode}")
 
-    def _spawn(self) -> tuple[Any, Any]:
+    def _spawn(self, slot: int) -> tuple[Any, Any]:
         ready = self._context.Event()
+        self._loads[slot] = 0  # a worker that died answering left its count behind
         # The settings (token and store URL included) reach the worker through a pipe,
         # never its command line.
         process = self._context.Process(
             target=_worker_main,
-            args=(self._settings.model_dump(mode="json"), self._sock, str(self._locks), ready),
+            args=(
+                self._settings.model_dump(mode="json"),
+                self._sock,
+                str(self._locks),
+                ready,
+                self._loads,
+                slot,
+            ),
             name="contextfuse-worker",
         )
         process.start()
@@ -242,7 +252,7 @@ class _Supervisor:
         for i, process in enumerate(self._workers):
             if not process.is_alive() and not self._stop.is_set():
                 time.sleep(_RESTART_PAUSE_S)  # a worker that dies at once must not spin
-                self._workers[i], _ = self._spawn()
+                self._workers[i], _ = self._spawn(i)
 
     def stop(self) -> None:
         """Ask every worker to finish its requests and exit; kill the ones that do not."""
@@ -259,13 +269,21 @@ class _Supervisor:
                 process.join()
 
 
-def _worker_main(data: dict[str, Any], sock: socket.socket, locks: str, ready: Any) -> None:
-    """A worker process: the app over served projects, on the shared socket."""
+def _worker_main(
+    data: dict[str, Any],
+    sock: socket.socket,
+    locks: str,
+    ready: Any,
+    loads: MutableSequence[int],
+    slot: int,
+) -> None:
+    """Worker ``slot``: the app over served projects, on the shared socket."""
     import uvicorn
 
     from contextfuse.compaction import collect_providers
     from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.server.app import build_asgi
+    from contextfuse.server.balance import ConnectionBalancer
     from contextfuse.server.run import configured_providers
 
     gc.set_threshold(100_000, 50, 100)  # many short-lived objects per request, few cycles
@@ -276,7 +294,7 @@ def _worker_main(data: dict[str, Any], sock: socket.socket, locks: str, ready: A
         if isinstance(project, ServedProject):
             project.warm()
     providers = collect_providers(pm, configured_providers(settings))
-    app = build_asgi(settings, pool, providers)
+    app = ConnectionBalancer(build_asgi(settings, pool, providers), loads, slot)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30)
     server = uvicorn.Server(config)
 

@@ -56,15 +56,6 @@ class PostgresTierStore:
 
     def touch(self, paths: Iterable[str], now: float | None = None) -> None:
         """Promote these files to hot: they were just read (see ``TierStore``)."""
-        self._record(paths, now, "'hot'", "'hot'")
-
-    def keep(self, paths: Iterable[str], now: float | None = None) -> None:
-        """Restart these delivered files' idle clock (see ``TierStore``)."""
-        kept = "CASE cf_tiers.tier WHEN 'cold' THEN 'warm' ELSE cf_tiers.tier END"
-        self._record(paths, now, "'warm'", kept)
-
-    def _record(self, paths: Iterable[str], now: float | None, new: str, update: str) -> None:
-        """Record an access: a new row's tier is ``new``, an existing row's ``update``."""
         import psycopg
 
         stamp = int(now if now is not None else time.time())
@@ -77,8 +68,8 @@ class PostgresTierStore:
                 conn.execute(f"SET LOCAL lock_timeout = '{_TOUCH_WAIT}'")
                 conn.execute(
                     "INSERT INTO cf_tiers (project, path, tier, last_access, accesses)"
-                    f" SELECT %s, path, {new}, %s, 1 FROM unnest(%s::text[]) AS path"
-                    f" ON CONFLICT (project, path) DO UPDATE SET tier = {update},"
+                    " SELECT %s, path, 'hot', %s, 1 FROM unnest(%s::text[]) AS path"
+                    " ON CONFLICT (project, path) DO UPDATE SET tier = 'hot',"
                     " last_access = excluded.last_access, accesses = cf_tiers.accesses + 1",
                     (project, stamp, wanted),
                 )

@@ -47,8 +47,7 @@ class PackingPolicy(BaseModel):
         le=1.0,
         description=(
             "Share of the budget kept for the file map (outlines) in the first code pass; "
-            "what the map leaves goes to code. The piece of code that crosses into it is "
-            "still taken when it fits the budget."
+            "what the map leaves goes to code."
         ),
     )
     max_map_tokens: int = Field(

@@ -13,9 +13,7 @@ from the knowledge base) it spends the budget in passes:
    node whose source is partly shown already falls back to its signatures, one wholly shown
    is left out. The first full-source code of a file brings the file's header (its imports
    and constants) when it is small. A record listed in pass 0 is deepened to its resolved
-   depth, or the deepest that fits. The code share is where the pass stops, not a wall: the
-   first piece that does not fit under it is still taken when it fits the budget, rather
-   than passed over for smaller, weaker code;
+   depth, or the deepest that fits;
 2. **map**: the outline of the best files not shown yet (a file is as good as its best
    candidate), up to ``map_files`` and within the budget;
 3. **code** again with what the map left;
@@ -147,9 +145,7 @@ class _PolicyRun:
         map_slots = min(policy.map_files, int(cap * policy.map_slot_share)) if cap else 0
         code_order = self._code_order()
         self._list_records(available, cap)
-        self._spend_on_code(
-            code_order, code_budget, cap - map_slots if cap else None, crossing=available
-        )
+        self._spend_on_code(code_order, code_budget, cap - map_slots if cap else None)
         self._spend_on_map(available)
         self._spend_on_code(code_order, available, cap)
         if self.used < available * policy.spend_target:
@@ -213,15 +209,8 @@ class _PolicyRun:
         self._take(item, deeper, note)
 
     def _spend_on_code(
-        self,
-        order: Sequence[ScoredFragment],
-        limit: int,
-        slots: int | None,
-        crossing: int | None = None,
+        self, order: Sequence[ScoredFragment], limit: int, slots: int | None
     ) -> None:
-        """Code in ``order`` up to ``limit`` tokens; with ``crossing``, the first piece that
-        does not fit under ``limit`` may still end past it, within ``crossing``, ending the
-        pass (the code share is where code stops, not a wall smaller code squeezes under)."""
         policy = self.policy
         piece = policy.max_piece(self.available)
         header_limit = max(1, int(self.available * policy.max_header_share))
@@ -271,9 +260,6 @@ class _PolicyRun:
                     self.left_out[node] = "already shown"
                     continue
             if self.used + choice.token_count > limit:
-                if stored and crossing is not None and self.used + choice.token_count <= crossing:
-                    self._take(item, choice, note)
-                    return
                 self.left_out[node] = "did not fit"
                 if stored:
                     continue
