@@ -274,11 +274,13 @@ class SQLiteNodeStore:
         fragment = fragment.strip("/")
         if not fragment:
             return []
+        # A file node is named for its path's last part: the name index finds the few
+        # candidates, where the suffix test alone read every node.
         rows = self._db.read(
-            f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.kind = 'file' AND "
-            "(n.path = ? OR substr(n.path, -length(?) - 1) = '/' || ?) "
+            f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE n.kind = 'file' AND n.name = ? "
+            "AND (n.path = ? OR substr(n.path, -length(?) - 1) = '/' || ?) "
             "ORDER BY length(n.path), n.path LIMIT ?",
-            (fragment, fragment, fragment, limit),
+            (fragment.rsplit("/", 1)[-1], fragment, fragment, fragment, limit),
         )
         return [_node(row) for row in rows]
 

@@ -158,11 +158,12 @@ class PostgresNodeStore:
         fragment = fragment.strip("/")
         if not fragment:
             return []
+        # A file node is named for its path's last part: the name index finds the candidates.
         rows = self._reader.read(
             f"SELECT {NODE_COLUMNS} FROM {NODE_FROM} WHERE n.project = %s AND n.kind = 'file'"
-            " AND (n.path = %s OR right(n.path, length(%s) + 1) = '/' || %s)"
+            " AND n.name = %s AND (n.path = %s OR right(n.path, length(%s) + 1) = '/' || %s)"
             ' ORDER BY length(n.path), n.path COLLATE "C" LIMIT %s',
-            (self.project, fragment, fragment, fragment, limit),
+            (self.project, fragment.rsplit("/", 1)[-1], fragment, fragment, fragment, limit),
         )
         return [node_from_row(row) for row in rows]
 
