@@ -18,7 +18,7 @@ __all__ = [
     "tree_sitter_id",
 ]
 
-PYTHON_ID = "python-ast/2"
+PYTHON_ID = "python-ast/1"
 #: Version 3: values, blocks, same names as ``@2`` and Rust macro items (issue 18).
 TREE_SITTER_VERSION = 3
 MARKDOWN_ID = "markdown/1"
