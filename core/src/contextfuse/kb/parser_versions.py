@@ -18,6 +18,8 @@ __all__ = [
     "tree_sitter_id",
 ]
 
+#: Python keeps version 1: values and blocks as Python symbols cost SWE-bench tasks their
+#: edited functions (docs/indexing.md, "Python").
 PYTHON_ID = "python-ast/1"
 #: Version 3: values, blocks, same names as ``@2`` and Rust macro items (issue 18).
 TREE_SITTER_VERSION = 3
