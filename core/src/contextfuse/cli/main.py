@@ -37,6 +37,11 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "mcp": ("contextfuse.cli.mcp_cmd", "mcp", "Serve tools and resources over MCP (stdio)."),
     "plan": ("contextfuse.cli.plan_cmd", "plan", "Plans and decisions: add, decide, close, show."),
+    "daemon": (
+        "contextfuse.cli.daemon_cmd",
+        "daemon",
+        "Keep a repository warm for assemble: start, stop, status.",
+    ),
 }
 
 
@@ -140,11 +145,13 @@ def console() -> None:
     A command has closed its index and written its output by now: the output is flushed and
     the process ends with the command's status, as mypy does.
     """
-    try:
-        main()
-        status = 0
-    except SystemExit as exc:
-        status = _status(exc.code)
+    status = _through_daemon(sys.argv[1:])
+    if status is None:
+        try:
+            main()
+            status = 0
+        except SystemExit as exc:
+            status = exit_status(exc.code)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):  # the reader went away, or stdout is closed
@@ -154,7 +161,18 @@ def console() -> None:
     os._exit(status)
 
 
-def _status(code: object) -> int:
+def _through_daemon(argv: list[str]) -> int | None:
+    """The exit status of ``argv`` answered by a running daemon, or None to run it here."""
+    from contextfuse.cli.daemon_client import answer_through_daemon
+
+    try:
+        return answer_through_daemon(argv)
+    except KeyboardInterrupt:
+        print("\nAborted!", file=sys.stderr)  # what click says when interrupted
+        return 1
+
+
+def exit_status(code: object) -> int:
     """``sys.exit``'s argument as an exit status (a message is printed and counts as 1)."""
     if code is None:
         return 0
