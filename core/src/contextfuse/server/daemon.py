@@ -109,10 +109,13 @@ class WarmIndex:
         return self._assembler
 
     def warm(self) -> None:
-        """Build or refresh the index, open it and map what every request reads."""
+        """Build or refresh the index, open it, map what every request reads, and run one
+        assembly that leaves no trace (the strategies' first run loads what they keep)."""
         assembler = self._assembler or self._build()
         assembler.refresh()
         warm_backends(assembler.backends)
+        with contextlib.suppress(ContextfuseError):  # a request will say what is wrong
+            assembler.assemble("where does the program start", promote=False)
         self.settle()
 
     def lease(self, root: Path, index_dir: Path | None, store: str | None) -> ContextAssembler:
