@@ -411,8 +411,9 @@ class DaemonServer:
                 self._reply(conn, {"status": "error", "error": "not this daemon's user"})
                 return
             try:
-                request = json.loads(recv_frame(conn, limit=_MAX_HEADER))
+                header = recv_frame(conn, limit=_MAX_HEADER)
                 stdin = recv_frame(conn)
+                request = json.loads(header)
             except (FrameError, ValueError, UnicodeDecodeError) as exc:
                 self._reply(conn, {"status": "error", "error": f"bad request: {exc}"})
                 return
