@@ -156,7 +156,8 @@ def fingerprint() -> dict[str, str]:
 
     return {
         "version": __version__,
-        "python": f"{sys.executable}\0{sys.version}",
+        # The interpreter, whichever link to it was run, and the environment (venv) it is in.
+        "python": f"{os.path.realpath(sys.executable)}\0{sys.prefix}\0{sys.version}",
         "paths": digest(stamps),
         "environment": digest(environment),
     }
