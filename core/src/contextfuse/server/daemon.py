@@ -336,6 +336,8 @@ class DaemonServer:
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
         }
+        # The folder it was started from may be removed; each command enters its own.
+        os.chdir(os.sep)
         try:
             while not self._stop.is_set():
                 try:
