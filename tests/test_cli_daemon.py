@@ -30,36 +30,14 @@ pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-m", "contextfuse.cli.main"]
 
-FILES = {
-    "app/server.py": '''"""The HTTP server."""
-
-
-class Server:
-    def start(self, port):
-        """Bind ``port`` and serve until stopped."""
-        if port < 1024:
-            raise PermissionError("privileged port")
-        self.port = port
-''',
-    "app/config.py": '''def load_config(path):
-    """Read the TOML configuration at ``path``."""
-    return open(path).read()
-''',
-    "README.md": "# App\n\nA small server.\n",
-}
 QUERY = "why does Server.start raise PermissionError"
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def _make_repo(base: Path) -> tuple[Path, dict[str, str]]:
+def _make_repo(base: Path, write_small_app: Callable[[Path], Path]) -> tuple[Path, dict[str, str]]:
     """A small git repository and the environment of every process about it."""
-    root = base / "app"
-    for rel, text in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    root = write_small_app(base / "app")
     env = {k: v for k, v in os.environ.items() if k != "CONTEXTFUSE_NO_DAEMON"}
     return root, {**env, "CONTEXTFUSE_CONFIG": str(base / "no-user-config.toml")}
 
@@ -89,9 +67,11 @@ def _daemon(cli: Run, root: Path) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+def shared(
+    tmp_path_factory: pytest.TempPathFactory, write_small_app: Callable[[Path], Path]
+) -> Iterator[tuple[Path, dict[str, str]]]:
     """One repository and its daemon for the tests that change neither."""
-    root, env = _make_repo(tmp_path_factory.mktemp("shared"))
+    root, env = _make_repo(tmp_path_factory.mktemp("shared"), write_small_app)
     with _daemon(_runner(root, env), root):
         yield root, env
 
@@ -118,9 +98,11 @@ def daemon(repo: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def own(tmp_path: Path) -> Iterator[tuple[Path, Run, dict[str, Any]]]:
+def own(
+    tmp_path: Path, write_small_app: Callable[[Path], Path]
+) -> Iterator[tuple[Path, Run, dict[str, Any]]]:
     """A repository and a daemon of this test's own (for tests that change or stop them)."""
-    root, env = _make_repo(tmp_path)
+    root, env = _make_repo(tmp_path, write_small_app)
     cli = _runner(root, env)
     with _daemon(cli, root) as state:
         yield root, cli, state
@@ -303,8 +285,10 @@ def test_socket_and_state_file_are_the_users_alone(daemon: dict[str, Any], repo:
         assert info.st_uid == os.getuid()
 
 
-def test_an_idle_daemon_exits_and_cleans_up(tmp_path: Path) -> None:
-    repo, env = _make_repo(tmp_path)
+def test_an_idle_daemon_exits_and_cleans_up(
+    tmp_path: Path, write_small_app: Callable[[Path], Path]
+) -> None:
+    repo, env = _make_repo(tmp_path, write_small_app)
     cli = _runner(repo, env)
     started = cli("daemon", "start", "--idle-timeout", "0.2")
     assert started.returncode == 0, started.stderr
