@@ -86,9 +86,10 @@ class PackingPolicy(BaseModel):
         default=10,
         ge=0,
         description=(
-            "The map shows files of the resource types (code, documentation, config, text) "
-            "found among this many best candidates, so a code question gets code files, not "
-            "licences and changelogs that share its words (0: every type)."
+            "The map shows files of the resource types (code, documentation, config, text; "
+            "tests count as a type of their own) found among this many best candidates, so a "
+            "code question gets code files, not licences, changelogs or tests that share its "
+            "words (0: every type)."
         ),
     )
     max_fragments: int | None = Field(
