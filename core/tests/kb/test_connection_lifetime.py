@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -90,3 +92,24 @@ def test_the_thread_that_closes_the_index_closes_its_own_connection_at_once(
     db.close()
     with pytest.raises(Exception, match="closed"):
         conn.execute("SELECT 1")
+
+
+def _connections_alive() -> int:
+    gc.collect()
+    return sum(isinstance(o, sqlite3.Connection) for o in gc.get_objects())
+
+
+def test_connections_of_threads_that_ended_are_let_go(tmp_path: Path) -> None:
+    db = Database(tmp_path / "t.db")
+    db.read("SELECT 1")
+    before = _connections_alive()
+
+    def read_once() -> None:
+        db.read("SELECT 1")
+
+    for _ in range(30):  # a thread per request, as a long-lived service may run them
+        thread = threading.Thread(target=read_once)
+        thread.start()
+        thread.join()
+    assert _connections_alive() <= before + 1
+    db.close()

@@ -186,7 +186,7 @@ class Database:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
-        self._connections: list[tuple[int, sqlite3.Connection]] = []  # (owner thread, conn)
+        self._connections: list[tuple[threading.Thread, sqlite3.Connection]] = []  # (owner, conn)
         self._lock = threading.Lock()
         self._closed = False
         # Checked by every connection's progress handler: a statement that starts (or runs)
@@ -211,7 +211,10 @@ class Database:
             conn.set_progress_handler(self._should_stop, _PROGRESS_STEPS)
             self._local.conn = conn
             with self._lock:
-                self._connections.append((threading.get_ident(), conn))
+                # An ended thread's connection is let go (closed with its last reference), or
+                # a long-lived process with a thread per request would keep every one open.
+                self._connections = [(o, c) for o, c in self._connections if o.is_alive()]
+                self._connections.append((threading.current_thread(), conn))
         return conn
 
     def close(self) -> None:
@@ -221,14 +224,14 @@ class Database:
         threads) and this object drops its references: the connection is closed when its
         thread is done with it (the last reference goes), not while it runs a statement.
         """
-        me = threading.get_ident()
+        me = threading.current_thread()
         self._closing.set()
         with self._lock:
             self._closed = True
             connections, self._connections = self._connections, []
             local, self._local = self._local, threading.local()
         for owner, conn in connections:
-            if owner == me:
+            if owner is me:
                 conn.close()
             else:
                 conn.interrupt()
