@@ -363,7 +363,9 @@ def test_a_piece_is_sized_against_the_budget_not_what_the_preamble_leaves(
     assert [(f.uko_node, f.detail_depth) for f in payload.fragments] == [(node, 9)]
 
 
-def _mapped_paths(new_repo, write, build, opened, test_rank: float) -> set[str]:
+def _shown(
+    new_repo, write, build, opened, test_rank: float, budget: int = 600, spend_target: float = 0.0
+) -> list[ContextFragment]:
     """Files shown at outline depth when one test file is scored ``test_rank`` beside a
     module's functions (1.0), a helper module (0.5) and another test file (0.6)."""
     test = _many_functions(3).replace("handler_", "test_handler_")
@@ -384,9 +386,17 @@ def _mapped_paths(new_repo, write, build, opened, test_rank: float) -> set[str]:
             scores[node.uri] = 0.6
         elif "/pkg/helpers.py" in node.uri:
             scores[node.uri] = 0.5
-    policy = PackingPolicy(whole_file_tokens=0, whole_file_share=0.0, spend_target=0.0)
-    fragments = _pack(kb, scores, 600, policy)
-    return {f.provenance.resource_uri.split("/", 3)[-1] for f in fragments if f.detail_depth == 2}
+    policy = PackingPolicy(whole_file_tokens=0, whole_file_share=0.0, spend_target=spend_target)
+    return _pack(kb, scores, budget, policy)
+
+
+def _path(fragment: ContextFragment) -> str:
+    return fragment.provenance.resource_uri.split("/", 3)[-1]
+
+
+def _mapped_paths(new_repo, write, build, opened, test_rank: float) -> set[str]:
+    fragments = _shown(new_repo, write, build, opened, test_rank)
+    return {_path(f) for f in fragments if f.detail_depth == 2}
 
 
 def test_the_map_leaves_out_tests_when_no_best_candidate_is_a_test(
@@ -401,3 +411,20 @@ def test_the_map_shows_tests_when_tests_are_among_the_best_candidates(
     new_repo, write, build, opened
 ) -> None:
     assert "tests/test_helpers.py" in _mapped_paths(new_repo, write, build, opened, test_rank=2.0)
+
+
+def test_code_passes_leave_out_tests_when_no_best_candidate_is_a_test(
+    new_repo, write, build, opened
+) -> None:
+    fragments = _shown(new_repo, write, build, opened, test_rank=0.6, budget=3000)
+    assert any(_path(f) == "pkg/helpers.py" for f in fragments)
+    assert not [f for f in fragments if _path(f).startswith("tests/")]
+
+
+def test_other_kinds_fill_what_the_requests_kinds_leave_unspent(
+    new_repo, write, build, opened
+) -> None:
+    fragments = _shown(
+        new_repo, write, build, opened, test_rank=0.6, budget=3000, spend_target=0.95
+    )
+    assert [f for f in fragments if _path(f).startswith("tests/") and f.detail_depth == 9]

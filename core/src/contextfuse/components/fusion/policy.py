@@ -86,10 +86,11 @@ class PackingPolicy(BaseModel):
         default=10,
         ge=0,
         description=(
-            "The map shows files of the resource types (code, documentation, config, text; "
-            "tests count as a type of their own) found among this many best candidates, so a "
-            "code question gets code files, not licences, changelogs or tests that share its "
-            "words (0: every type)."
+            "The map and the code passes show files of the resource types (code, "
+            "documentation, config, text; tests count as a type of their own) found among this "
+            "many best candidates, so a code question gets code, not licences, changelogs or "
+            "tests that share its words; the other types only fill what would otherwise stay "
+            "below spend_target (0: every type)."
         ),
     )
     max_fragments: int | None = Field(

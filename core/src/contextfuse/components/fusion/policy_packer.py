@@ -136,6 +136,7 @@ class _PolicyRun:
         self.left_out: dict[str, str] = {}  # node -> why the packer passed it over
         self.cap = policy.fragment_cap(available)
         self.capped = False
+        self.wanted: set[str] | None = None  # the types of file shown (see _map_types)
 
     # ---- the passes -----------------------------------------------------------------------
 
@@ -145,6 +146,7 @@ class _PolicyRun:
         cap = self.cap
         map_slots = min(policy.map_files, int(cap * policy.map_slot_share)) if cap else 0
         code_order = self._code_order()
+        self.wanted = self._map_types()
         self._list_records(available, cap)
         self._spend_on_code(code_order, code_budget, cap - map_slots if cap else None)
         self._spend_on_map(available)
@@ -152,6 +154,10 @@ class _PolicyRun:
         if self.used < available * policy.spend_target:
             # The cap or the candidates ended it early: whole files in place of their parts.
             self._upgrade_to_whole_files(available)
+            self._spend_on_code(code_order, available, cap)
+        if self.used < available * policy.spend_target and self.wanted is not None:
+            # Nothing more of the kinds the request is about: the other kinds fill the rest.
+            self.wanted = None
             self._spend_on_code(code_order, available, cap)
         return self._result()
 
@@ -231,6 +237,9 @@ class _PolicyRun:
             elif not self._is_code(fragment, kind):
                 continue
             stored = _in_store(fragment)
+            if stored and self.wanted is not None and _map_type(fragment) not in self.wanted:
+                self.left_out[node] = "not the kind of file the request is about"
+                continue
             if stored and kind != "file" and fragment.detail_depth < _SIGNATURES:
                 # Too big even for its signatures: the map shows its file.
                 self.left_out[node] = "too big for one piece"
@@ -299,7 +308,7 @@ class _PolicyRun:
     def _spend_on_map(self, limit: int) -> None:
         policy = self.policy
         max_outline = max(1, int(self.available * policy.max_outline_share))
-        wanted = self._map_types()
+        wanted = self.wanted
         mapped = 0
         for file_uri, _ in sorted(self.file_score.items(), key=lambda kv: (-kv[1], kv[0])):
             if mapped >= policy.map_files or self.used >= limit or self._full(self.cap):
