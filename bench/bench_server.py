@@ -6,7 +6,10 @@ For each worker count, starts ``contextfuse serve --workers W`` over a copy of a
 ``--seconds`` each: every client has its own keep-alive connection and sends questions
 round-robin from its own offset, at ``--budget`` tokens. The questions are the first
 sentences of the repository's docstrings (48 of them, sampled with a fixed seed), so that
-no two concurrent requests are alike. Prints requests/s, p50 and p95 latency and errors.
+no two concurrent requests are alike. Prints requests/s, p50 and p95 latency, errors, and
+the CPU the service spent per request (all its processes, read from ``/proc``: Linux only).
+``--against`` names the Python of another installation (say, main's) whose service answers
+every row too, right after this one's, on the same index and questions.
 
 References measured in the same run: one assembly at a time in this process (CPU seconds
 per request, and the throughput the machine's cores could give at that cost), and
@@ -14,6 +17,7 @@ per request, and the throughput the machine's cores could give at that cost), an
 
     python bench/bench_server.py
     python bench/bench_server.py --repo /path/to/repo --workers 1,2 --clients 1,30 --seconds 10
+    python bench/bench_server.py --against /path/to/main/.venv/bin/python
 """
 
 from __future__ import annotations
@@ -77,10 +81,10 @@ def questions(repo: Path, count: int = 48) -> list[str]:
     return found[:count] or ["how are requests dispatched to handlers"]
 
 
-def start(repo: Path, workers: int) -> tuple[subprocess.Popen[str], str]:
+def start(repo: Path, workers: int, python: str) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [
-            *(sys.executable, "-m", "contextfuse.cli.main", "serve", "--port", "0"),
+            *(python, "-m", "contextfuse.cli.main", "serve", "--port", "0"),
             *("--project", f"bench={repo}", "--refresh-interval", "3600"),
             *("--workers", str(workers)),
         ],
@@ -94,6 +98,28 @@ def start(repo: Path, workers: int) -> tuple[subprocess.Popen[str], str]:
             threading.Thread(target=process.stderr.read, daemon=True).start()  # drain
             return process, found.group(1)
     raise SystemExit("the server did not start")
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user and system) used so far by process ``root`` and its descendants."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        pid = int(stat.parent.name)
+        parents[pid] = int(fields[1])
+        spent[pid] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid, seconds in spent.items():
+        ancestor = pid
+        while ancestor not in (root, 0, 1) and ancestor in parents:
+            ancestor = parents[ancestor]
+        total += seconds if ancestor == root else 0.0
+    return total
 
 
 def stop(process: subprocess.Popen[str]) -> None:
@@ -161,10 +187,17 @@ def main() -> None:
     parser.add_argument("--clients", default="1,10,30,50")
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--budget", type=int, default=8000)
+    parser.add_argument(
+        "--against",
+        default=None,
+        help="the Python of another installation: its service runs each row too, right "
+        "after this one's (same index, same questions)",
+    )
     args = parser.parse_args()
     source = args.repo or flask_sdist()
     worker_counts = [int(n) for n in args.workers.split(",")]
     client_counts = [int(n) for n in args.clients.split(",")]
+    codes = {"this": sys.executable, **({"against": args.against} if args.against else {})}
 
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / source.name
@@ -175,21 +208,24 @@ def main() -> None:
         ]
         cores = os.cpu_count() or 1
         rows = []
-        healthz = None
+        healthz: dict[str, float] = {}
         cpu = None
         for workers in worker_counts:
-            process, url = start(repo, workers)
-            try:
-                load(url, "/v1/assemble", bodies, max(client_counts), 3.0)  # warm every worker
-                if healthz is None:
-                    healthz = load(url, "/healthz", None, 30, min(5.0, args.seconds))[0]
-                for clients in client_counts:
-                    rate, latencies, errors = load(
-                        url, "/v1/assemble", bodies, clients, args.seconds
-                    )
-                    rows.append((workers, clients, rate, latencies, errors))
-            finally:
-                stop(process)
+            for code, python in codes.items():
+                process, url = start(repo, workers, python)
+                try:
+                    load(url, "/v1/assemble", bodies, max(client_counts), 3.0)  # warm workers
+                    if code not in healthz:
+                        healthz[code] = load(url, "/healthz", None, 30, min(5.0, args.seconds))[0]
+                    for clients in client_counts:
+                        spent = tree_cpu(process.pid)
+                        rate, latencies, errors = load(
+                            url, "/v1/assemble", bodies, clients, args.seconds
+                        )
+                        spent = (tree_cpu(process.pid) - spent) / max(1, len(latencies))
+                        rows.append((code, workers, clients, rate, latencies, errors, spent))
+                finally:
+                    stop(process)
             if cpu is None:  # the index exists now: measure the reference on it
                 cpu = in_process(repo, bodies)
 
@@ -199,17 +235,23 @@ def main() -> None:
         f"{len(asked)} distinct questions, {args.seconds:.0f} s per row, {cores} cores, "
         f"load {os.getloadavg()[0]:.2f}"
     )
-    assert cpu is not None and healthz is not None
+    assert cpu is not None and healthz
     ideal = cores / cpu
     print(
         f"reference: one assembly in-process {cpu * 1000:.0f} ms CPU (ideal {ideal:.1f} "
-        f"requests/s on {cores} cores); GET /healthz, 30 clients: {healthz:.0f} requests/s"
+        f"requests/s on {cores} cores); GET /healthz, 30 clients, one worker: "
+        + ", ".join(f"{rate:.0f} requests/s ({code})" for code, rate in healthz.items())
     )
-    print("workers  clients  requests/s  p50 ms  p95 ms  errors  share of ideal")
-    for workers, clients, rate, latencies, errors in rows:
+    print(
+        "code     workers  clients  requests/s  p50 ms  p95 ms  errors  share of ideal"
+        "  CPU ms/request"
+    )
+    for code, workers, clients, rate, latencies, errors, spent in rows:
         print(
-            f"{workers:7d}  {clients:7d}  {rate:10.1f}  {percentile(latencies, 0.5) * 1000:6.0f}"
+            f"{code:7s}  {workers:7d}  {clients:7d}  {rate:10.1f}"
+            f"  {percentile(latencies, 0.5) * 1000:6.0f}"
             f"  {percentile(latencies, 0.95) * 1000:6.0f}  {errors:6d}  {rate / ideal:14.2f}"
+            f"  {spent * 1000:14.1f}"
         )
 
 

@@ -52,6 +52,13 @@ def test_an_invalid_value_names_its_setting(tmp_path: Path) -> None:
         load_server_settings(None, projects={"a/b": tmp_path})
 
 
+def test_assemblies_at_once_must_be_at_least_one(tmp_path: Path) -> None:
+    path = tmp_path / "server.toml"
+    path.write_text("[server]\nassemblies_at_once = 0\n")
+    with pytest.raises(ConfigError, match="assemblies_at_once: Input should be greater than"):
+        load_server_settings(path)
+
+
 def test_a_short_token_is_refused() -> None:
     with pytest.raises(ConfigError, match="token: String should have at least 16 characters"):
         load_server_settings(None, token="short")

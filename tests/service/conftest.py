@@ -17,6 +17,7 @@ import uvicorn
 
 from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.server.app import build_asgi
+from contextfuse.server.projects import ProjectPool
 from contextfuse.server.run import bind, prepare
 from contextfuse.server.settings import ServerSettings
 
@@ -58,9 +59,15 @@ def launched(command: list[str], wait_s: float = 120) -> tuple[subprocess.Popen[
 
 
 @contextmanager
-def running(settings: ServerSettings) -> Iterator[str]:
-    """Serve ``settings`` with uvicorn in a thread; yields the base URL."""
-    pool, providers = prepare(settings, make_plugin_manager(autoload=False))
+def running(settings: ServerSettings, pool: ProjectPool | None = None) -> Iterator[str]:
+    """Serve ``settings`` with uvicorn in a thread; yields the base URL.
+
+    ``pool``: the projects to serve (already warm) instead of the settings' ones.
+    """
+    if pool is None:
+        pool, providers = prepare(settings, make_plugin_manager(autoload=False))
+    else:
+        providers = {}
     app = build_asgi(settings, pool, providers)
     sock = bind("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))

@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
+import anyio
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from contextfuse.compaction import CompactRequest, PolicyError, compact
@@ -44,8 +45,16 @@ def _problem(field: str, rule: str, message: str) -> dict[str, str]:
     return {"field": field, "rule": rule, "message": message}
 
 
-def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> FastAPI:
-    """The API over ``pool`` (already warm) with ``providers`` for compaction."""
+def create_app(
+    pool: ProjectPool,
+    providers: Mapping[str, ModelProvider],
+    *,
+    assemblies_at_once: int = 32,
+) -> FastAPI:
+    """The API over ``pool`` (already warm) with ``providers`` for compaction.
+
+    At most ``assemblies_at_once`` assemblies run at a time; the others wait their turn.
+    """
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -112,10 +121,16 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
         names = [project_of(project, "project").name] if project else pool.names()
         return {"projects": {name: pool.projects[name].strategies() for name in names}}
 
+    # Assemblies wait their turn here, in order of arrival, on the event loop: a process
+    # computes on one core at a time, and more assemblies at once only add thread switching
+    # (each runs its strategies on threads of its own) for the same total work.
+    turns = anyio.CapacityLimiter(assemblies_at_once)
+
     @app.post("/v1/assemble", summary="Assemble context for a query within a token budget.")
-    def assemble(request: AssembleRequest) -> JSONResponse:
+    async def assemble(request: AssembleRequest) -> Response:
         project = project_of(request.project, "project")
-        try:
+
+        def answer() -> bytes:
             payload = project.assemble(
                 request.query,
                 request.budget,
@@ -124,13 +139,17 @@ def create_app(pool: ProjectPool, providers: Mapping[str, ModelProvider]) -> Fas
                 plan_id=request.plan_id,
                 explain=request.explain,
             )
+            return payload.model_dump_json().encode()  # the same bytes as JSONResponse's
+
+        try:
+            body = await anyio.to_thread.run_sync(answer, limiter=turns)
         except UnknownStrategyError as exc:
             raise _Invalid("strategies", "known_strategy", str(exc)) from exc
         except UnknownPlanError as exc:
             raise _Invalid("plan_id", "known_plan", str(exc)) from exc
         except ConfigError as exc:
             raise _Invalid("strategies", "usable_strategy", str(exc)) from exc
-        return JSONResponse(payload.model_dump(mode="json"))
+        return Response(body, media_type="application/json")
 
     @app.post("/v1/compact", summary="Compact an agent transcript (spec/fragment-compaction.md).")
     def compact_transcript(request: CompactRequest) -> JSONResponse:
@@ -152,7 +171,8 @@ def build_asgi(
     hold no data and ask for the token themselves. Without a token the Host check covers
     them too.
     """
-    app: ASGIApp = BodySizeLimit(create_app(pool, providers), settings.max_body_bytes)
+    api = create_app(pool, providers, assemblies_at_once=settings.assemblies_at_once)
+    app: ASGIApp = BodySizeLimit(api, settings.max_body_bytes)
     if settings.token:
         return PublicPages(BearerTokenGuard(app, settings.token))
     # No token: only loopback names (DNS rebinding), see HostGuard.

@@ -8,6 +8,7 @@ A settings file (TOML) may give everything the flags give::
     max_body_bytes = 16777216
     refresh_interval_s = 30
     workers = 2                  # processes answering requests (default 1)
+    assemblies_at_once = 32      # per process; the next requests wait their turn (default 32)
     allowed_hosts = ["myhost.internal"]  # served without a token: loopback names and these
     store = "postgresql://db.example/contextfuse"  # optional: one store for every project
 
@@ -78,6 +79,9 @@ class ServerSettings(BaseModel):
     refresh_interval_s: float = Field(default=30.0, ge=0)
     #: Worker processes answering requests (one index, refreshed by the main process).
     workers: int = Field(default=1, ge=1, le=64)
+    #: Assemblies each worker process runs at once; the next requests wait their turn, in
+    #: order of arrival.
+    assemblies_at_once: int = Field(default=32, ge=1, le=64)
     #: ``Host`` names a server without a token answers besides loopback ones (e.g. the name
     #: of a reverse proxy on this machine).
     allowed_hosts: tuple[str, ...] = ()
