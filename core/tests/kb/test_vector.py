@@ -282,3 +282,15 @@ def test_an_index_with_float32_vectors_is_rebuilt_with_a_note(
     assert any("built by another version and was rebuilt" in note for note in stats.notes)
     assert stats.contributors["letters"] == f"ok (embedded {stats.nodes})"
     assert opened(repo).vector.search("letters", letters("cart"), limit=1)
+
+
+def test_a_scan_scores_every_row_of_every_block_as_its_codes_times_the_query() -> None:
+    from contextfuse.kb import vector
+
+    rng = np.random.default_rng(3)
+    rows = 2 * vector._SCAN_BLOCK + 5  # two full blocks and a short one
+    codes = rng.integers(-127, 128, (rows, 64)).astype(np.int8)
+    scales = rng.random(rows).astype(np.float32)
+    query = rng.normal(0.0, 1.0, 64).astype(np.float32)
+    expected = (codes.astype(np.float64) @ query.astype(np.float64)) * scales
+    assert np.allclose(vector._scan(codes, scales, query), expected, rtol=1e-5, atol=1e-3)
