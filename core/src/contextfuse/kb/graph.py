@@ -112,7 +112,7 @@ def _walk(
     round, the sums over the reached nodes differing only in their last bits. Past a
     quarter of the nodes, every node is computed.
     """
-    rank = personal.copy()
+    rank: npt.NDArray[np.float64] = personal.copy()
     support = np.flatnonzero(personal)  # every node whose rank may be non-zero
     position = np.full(len(rank), -1, dtype=np.int64)  # node -> its place in ``support``
     position[support] = np.arange(len(support))
@@ -122,7 +122,7 @@ def _walk(
             lost = rank[graph.dangling].sum()  # mass of nodes without edges returns to seeds
             updated = (1.0 - damping) * personal + damping * (spread + lost * personal)
             done = np.abs(updated - rank).sum() < _TOLERANCE
-            rank = updated
+            rank = np.asarray(updated, dtype=np.float64)
         else:
             reached = np.sort(support[rank[support] != 0])
             edges = _edges_of(graph, reached)
