@@ -65,3 +65,38 @@ def run_with_path() -> Callable[..., subprocess.CompletedProcess[str]]:
         )
 
     return run
+
+
+#: A small application: a class with a method that raises, a function, a README.
+SMALL_APP = {
+    "app/server.py": '''"""The HTTP server."""
+
+
+class Server:
+    def start(self, port):
+        """Bind ``port`` and serve until stopped."""
+        if port < 1024:
+            raise PermissionError("privileged port")
+        self.port = port
+''',
+    "app/config.py": '''def load_config(path):
+    """Read the TOML configuration at ``path``."""
+    return open(path).read()
+''',
+    "README.md": "# App\n\nA small server.\n",
+}
+
+
+@pytest.fixture(scope="session")
+def write_small_app() -> Callable[[Path], Path]:
+    """Write the small application into a folder (created) as a git repository; returns it."""
+
+    def write(root: Path) -> Path:
+        for rel, text in SMALL_APP.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+        return root
+
+    return write

@@ -15,34 +15,10 @@ pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-m", "contextfuse.cli.main"]
 
-FILES = {
-    "app/server.py": '''"""The HTTP server."""
-
-
-class Server:
-    def start(self, port):
-        """Bind ``port`` and serve until stopped."""
-        if port < 1024:
-            raise PermissionError("privileged port")
-        self.port = port
-''',
-    "app/config.py": '''def load_config(path):
-    """Read the TOML configuration at ``path``."""
-    return open(path).read()
-''',
-    "README.md": "# App\n\nA small server.\n",
-}
-
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    root = tmp_path_factory.mktemp("app")
-    for rel, text in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    return root
+def repo(tmp_path_factory, write_small_app):
+    return write_small_app(tmp_path_factory.mktemp("app"))
 
 
 @pytest.fixture

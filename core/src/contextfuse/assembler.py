@@ -170,8 +170,13 @@ class ContextAssembler:
         plan_id: str | None = None,
         explain: bool = False,
         preamble: bool = True,
+        promote: bool = True,
     ) -> ContextPayload:
-        """Assemble context for ``query`` within ``budget`` tokens (``reserved`` kept free)."""
+        """Assemble context for ``query`` within ``budget`` tokens (``reserved`` kept free).
+
+        ``promote=False`` leaves the storage tiers as they are (a warm-up that must leave no
+        trace); by default the files delivered move to the hot tier.
+        """
         if isinstance(budget, int):
             if budget - reserved < 1:
                 raise ConfigError(
@@ -204,7 +209,8 @@ class ContextAssembler:
             preamble=preamble,
             explain=explain,
         )
-        _promote(backends, payload)
+        if promote:
+            _promote(backends, payload)
         return payload
 
 

@@ -45,8 +45,10 @@ __all__ = [
 
 BACKEND_KINDS = ("nodes", "text", "vector", "graph", "temporal", "plans", "fragments")
 
-#: Node kinds that are symbols of code, in every language the index parses (a Python class,
-#: a Go struct, a Rust trait or impl block, a Java record...): what an agent reads or edits.
+#: Node kinds that are declarations of code, in every language the index parses (a Python
+#: class, a Go struct, a Rust trait, impl block or macro, a Java record...): what an agent reads
+#: or edits. Values bound to names (``variable``) and blocks of a large file's top-level
+#: statements (``block``) are code too, but not declarations.
 SYMBOL_KINDS = frozenset(
     {
         "annotation",
@@ -55,8 +57,10 @@ SYMBOL_KINDS = frozenset(
         "function",
         "impl",
         "interface",
+        "macro",
         "method",
         "module",
+        "namespace",
         "record",
         "struct",
         "trait",

@@ -100,6 +100,10 @@ class StrategyRegistry:
         """Record a notice (a repeated one is kept once)."""
         self._notices.setdefault(message, None)
 
+    def clear_notices(self) -> None:
+        """Forget the notices so far (a long-lived registry says each request's own)."""
+        self._notices.clear()
+
     # ---- load time --------------------------------------------------------------------------
 
     def _store_lacks(self, strategy: AnyStrategy) -> frozenset[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from contextfuse.kb import parser_versions
 from contextfuse.kb.api import index_unchanged
 from contextfuse.kb.freshness import SNAPSHOT_NAME
 from contextfuse.kb.generation import renew
@@ -139,6 +140,17 @@ def test_another_user_or_git_environment_is_a_change(
 ) -> None:
     fresh_index(repo, build)
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(repo.parent / "other.gitconfig"))
+    assert not current(repo)
+
+
+def test_another_version_of_a_parser_is_a_change(
+    repo: Path, build: Builder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An editable install changes no site-packages folder when its parsers change.
+    fresh_index(repo, build)
+    monkeypatch.setattr(
+        parser_versions, "TREE_SITTER_VERSION", parser_versions.TREE_SITTER_VERSION + 1
+    )
     assert not current(repo)
 
 

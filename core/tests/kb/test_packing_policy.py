@@ -361,3 +361,43 @@ def test_a_piece_is_sized_against_the_budget_not_what_the_preamble_leaves(
         )
     assert payload.explanation is not None and payload.explanation["preamble_reserve"] > 0
     assert [(f.uko_node, f.detail_depth) for f in payload.fragments] == [(node, 9)]
+
+
+def _mapped_paths(new_repo, write, build, opened, test_rank: float) -> set[str]:
+    """Files shown at outline depth when one test file is scored ``test_rank`` beside a
+    module's functions (1.0), a helper module (0.5) and another test file (0.6)."""
+    test = _many_functions(3).replace("handler_", "test_handler_")
+    files = {
+        "pkg/core.py": _many_functions(30),
+        "pkg/helpers.py": _many_functions(3),
+        "tests/test_core.py": test,
+        "tests/test_helpers.py": test,
+    }
+    kb = _kb(new_repo, write, build, opened, files)
+    scores: dict[str, float] = {}
+    for node in [n for f in kb.nodes.files() for n in [f, *kb.nodes.children(f.uri)]]:
+        if "/pkg/core.py" in node.uri:
+            scores[node.uri] = 1.0 if node.kind != "file" else 0.9
+        elif "/tests/test_core.py" in node.uri:
+            scores[node.uri] = test_rank
+        elif "/tests/" in node.uri:
+            scores[node.uri] = 0.6
+        elif "/pkg/helpers.py" in node.uri:
+            scores[node.uri] = 0.5
+    policy = PackingPolicy(whole_file_tokens=0, whole_file_share=0.0, spend_target=0.0)
+    fragments = _pack(kb, scores, 600, policy)
+    return {f.provenance.resource_uri.split("/", 3)[-1] for f in fragments if f.detail_depth == 2}
+
+
+def test_the_map_leaves_out_tests_when_no_best_candidate_is_a_test(
+    new_repo, write, build, opened
+) -> None:
+    mapped = _mapped_paths(new_repo, write, build, opened, test_rank=0.6)
+    assert "pkg/helpers.py" in mapped
+    assert "tests/test_helpers.py" not in mapped
+
+
+def test_the_map_shows_tests_when_tests_are_among_the_best_candidates(
+    new_repo, write, build, opened
+) -> None:
+    assert "tests/test_helpers.py" in _mapped_paths(new_repo, write, build, opened, test_rank=2.0)

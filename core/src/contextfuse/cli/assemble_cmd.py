@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from contextfuse.cli.output import emit_json, fail
-
-if TYPE_CHECKING:
-    from contextfuse.config import ContextfuseConfig
 
 
 @click.command("assemble")
@@ -70,6 +66,11 @@ if TYPE_CHECKING:
 )
 @click.option("--no-refresh", is_flag=True, help="Use the index as it is (build it if missing).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notices.")
+@click.option(
+    "--no-daemon",
+    is_flag=True,
+    help="Assemble in this process even when a daemon serves the index (contextfuse daemon).",
+)
 def assemble(
     query: str,
     repo: Path | None,
@@ -83,9 +84,10 @@ def assemble(
     store: str | None,
     no_refresh: bool,
     quiet: bool,
+    no_daemon: bool,
 ) -> None:
     """Assemble context for QUERY (``-`` reads it from standard input)."""
-    from contextfuse.assembler import ContextAssembler
+    from contextfuse.cli.assembler_source import open_assembler
     from contextfuse.cli.lock_notice import announce_lock_wait
     from contextfuse.cli.progress import progress_bar
     from contextfuse.cli.render import render_markdown
@@ -101,9 +103,7 @@ def assemble(
         fail(problem[1])
     root = repo if repo is not None else current_root(quiet=quiet)
     try:
-        with ContextAssembler(
-            root, index_dir=index_dir, config=_with_store(root, store)
-        ) as assembler:
+        with open_assembler(root, index_dir=index_dir, store=store) as assembler:
             if not no_refresh or not assembler.has_index():
                 announce_lock_wait(assembler.index_dir or root / ".contextfuse")
                 with progress_bar(enabled=not quiet) as progress:
@@ -131,15 +131,6 @@ def assemble(
     click.echo(render_markdown(payload), nl=False)
     if explain and payload.explanation:
         click.echo(render_explanation(payload.explanation))
-
-
-def _with_store(repo: Path, store: str | None) -> ContextfuseConfig | None:
-    """The configuration with ``--store`` as its ``[index] store`` (None: unchanged)."""
-    if store is None:
-        return None
-    from contextfuse.config import load_config
-
-    return load_config(repo).with_index(store=store)
 
 
 def render_explanation(explanation: dict[str, object]) -> str:

@@ -23,7 +23,8 @@ What makes a skipped run provably the same as a full one:
   ``.contextfuseignore``, and with git the index (``git add``), ``HEAD`` and its branch (the
   history), ``info/exclude``, the repository's and the user's git configuration and global
   ignore file; each is compared by its stat (a missing one must still be missing).
-* How files are parsed, counted and enriched: the tokenizer, the size limit, the index
+* How files are parsed, counted and enriched: the parsers' versions (an editable install
+  changes no ``site-packages`` folder), the tokenizer, the size limit, the index
   contributors, the git executable, and the installed packages (a new tree-sitter grammar
   or plugin changes the mtime of its ``site-packages`` folder).
 * The index itself: its content generation (``contextfuse.kb.generation``) and its number of
@@ -49,7 +50,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from contextfuse.kb import generation
+from contextfuse.kb import generation, parser_versions
 from contextfuse.kb.store import DB_NAME
 
 __all__ = [
@@ -230,6 +231,7 @@ def settings(tokenizer: str, max_file_size: int, contributors: Iterable[Any]) ->
                 packages[entry] = os.stat(entry).st_mtime_ns
     return {
         "tokenizer": tokenizer,
+        "parsers": parser_versions.fingerprint(),
         "max_file_size": max_file_size,
         "contributors": names,
         "environment": hashlib.sha256(json.dumps(configured).encode()).hexdigest(),

@@ -57,6 +57,7 @@ from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.tiers import EVICTED
 from contextfuse.kb.tokens import count_renderings
 from contextfuse.kb.vector import SQLiteVectorBackend
+from contextfuse.kb.vendored import is_vendored
 from contextfuse.kb.writer import FileRecord, IndexWriter
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
@@ -439,10 +440,11 @@ class _Run:
         skipped = [(s.path, 0, 0, s.reason) for s in found.skipped]
         todo: list[Todo] = []
         kept: set[str] = set()
-        plans: dict[str, str] = {}
+        plans: dict[tuple[str, bool], str] = {}
         for candidate in found.candidates:
             language, resource_type = detect(candidate.path)
-            plan = plans.get(language) or plans.setdefault(language, planned_parser(language))
+            key = (language, is_vendored(candidate.path))
+            plan = plans.get(key) or plans.setdefault(key, planned_parser(language, candidate.path))
             stat = (candidate.size, candidate.mtime_ns)
             previous = old.get(candidate.path)
             if full or (previous is not None and previous.plan != plan):

@@ -52,6 +52,8 @@ _CODE_KINDS = frozenset(
         "union",
         "module",
         "annotation",
+        "variable",
+        "macro",
     }
 )
 _CODE_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java"})

@@ -8,6 +8,7 @@ from contextfuse.kb.parse_python import parse_python
 from contextfuse.kb.parse_treesitter import LANGUAGES as TREE_SITTER_LANGUAGES
 from contextfuse.kb.parse_treesitter import parser_for
 from contextfuse.kb.parsed import ParsedFile
+from contextfuse.kb.vendored import is_vendored
 
 __all__ = ["TREE_SITTER_LANGUAGES", "detect", "parse", "planned_parser"]
 
@@ -59,8 +60,11 @@ def detect(path: str) -> tuple[str, str]:
     return language, "text"
 
 
-def planned_parser(language: str) -> str:
-    """The parser this language gets now; a stored file with another one is parsed again."""
+def planned_parser(language: str, path: str = "") -> str:
+    """The parser a file of ``language`` at ``path`` gets now; a stored file with another one
+    is parsed again."""
+    if _whole(language, path):
+        return parse_text.TEXT_ID
     if language == "python":
         return PYTHON_ID
     if language in TREE_SITTER_LANGUAGES:
@@ -73,8 +77,15 @@ def planned_parser(language: str) -> str:
     return parse_text.TEXT_ID
 
 
-def parse(text: str, lines: list[str], language: str) -> ParsedFile:
-    """Parse a file with the best parser available; plain text when there is none or it fails."""
+def parse(text: str, lines: list[str], language: str, path: str = "") -> ParsedFile:
+    """Parse a file with the best parser available; plain text when there is none or it fails.
+
+    A vendored copy of a third-party library (``kb/vendored.py``) is one node, like text.
+    """
+    if _whole(language, path):
+        plain = parse_text.parse_plain(text, lines, language)
+        plain.note = "a copy of a third-party library: indexed whole, not split into symbols"
+        return plain
     if language == "python":
         parsed = parse_python(text, lines)
         if parsed is not None:
@@ -84,11 +95,21 @@ def parse(text: str, lines: list[str], language: str) -> ParsedFile:
         return plain
     if language in TREE_SITTER_LANGUAGES:
         parser = parser_for(language)
-        if parser is not None:
+        if parser is None:
+            return parse_text.parse_plain(text, lines, language)
+        try:
             return parser.parse(text, lines)
-        return parse_text.parse_plain(text, lines, language)
+        except RecursionError:  # nesting deeper than the walk goes: the file is still indexed
+            plain = parse_text.parse_plain(text, lines, language)
+            plain.note = f"nested too deeply to parse as {language}: indexed as plain text"
+            return plain
     if language == "markdown":
         return parse_text.parse_markdown(text, lines)
     if language == "rst" or (language == "text" and parse_text.looks_like_rst(lines)):
         return parse_text.parse_rst(text, lines)
     return parse_text.parse_plain(text, lines, language)
+
+
+def _whole(language: str, path: str) -> bool:
+    """A parsed language's file that is indexed whole all the same: a vendored library."""
+    return (language == "python" or language in TREE_SITTER_LANGUAGES) and is_vendored(path)

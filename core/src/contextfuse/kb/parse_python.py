@@ -7,10 +7,11 @@ import re
 import warnings
 
 from contextfuse.kb.parsed import Import, ParsedFile, Segment, Symbol
+from contextfuse.kb.parser_versions import PYTHON_ID
 
 __all__ = ["PARSER_ID", "parse_python"]
 
-PARSER_ID = "python-ast/1"
+PARSER_ID = PYTHON_ID
 
 _Def = ast.FunctionDef | ast.AsyncFunctionDef
 # Imports inside functions (Django defers many to avoid import cycles); ast gives the

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 
 from contextfuse.kb.parsed import ParsedFile, Segment, Symbol
+from contextfuse.kb.parser_versions import MARKDOWN_ID, RST_ID, TEXT_ID
 
 __all__ = [
     "MARKDOWN_ID",
@@ -17,9 +18,6 @@ __all__ = [
     "parse_rst",
 ]
 
-MARKDOWN_ID = "markdown/1"
-RST_ID = "rst/1"
-TEXT_ID = "text/1"
 
 _HEAD_LINES = 30  # depth 4 of a plain text file: its first lines
 _PARAGRAPH_LINES = 5  # depth 4 of a section: its heading and the start of its first paragraph

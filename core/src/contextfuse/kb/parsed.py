@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["Import", "ParsedFile", "Segment", "Symbol"]
+__all__ = ["Import", "ParsedFile", "Qualnames", "Segment", "Symbol", "preorder"]
 
 #: A block of depth-4 text that starts at a 1-based line of the file.
 Segment = tuple[int, str]
@@ -59,3 +59,57 @@ class ParsedFile:
     # local name -> (module specifier, imported name): ``from m import A as B`` -> B: (m, A)
     bindings: dict[str, tuple[str, str]] = attrs.field(factory=dict)
     note: str = ""  # why a parser fell back to plain text, for the stats
+
+
+class Qualnames:
+    """Unique qualified names within one file: a repeated one gets ``@2``, ``@3``, ...
+
+    Overloads, a TypeScript interface and the const of the same name, a Python function
+    redefined in another branch: each keeps its own node. The suffix counts same-named
+    declarations in file order, so it does not change when lines are added above them.
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def unique(self, qualname: str) -> str:
+        """``qualname``, or ``qualname@<n>`` when it is the n-th use of that name."""
+        count = self._counts.get(qualname, 0) + 1
+        self._counts[qualname] = count
+        if count == 1:
+            return qualname
+        suffixed = f"{qualname}@{count}"
+        while suffixed in self._counts:  # a real name that looks like a suffixed one
+            count += 1
+            suffixed = f"{qualname}@{count}"
+        self._counts[qualname] = count
+        self._counts[suffixed] = 1
+        return suffixed
+
+    def __contains__(self, qualname: object) -> bool:
+        return qualname in self._counts
+
+
+def preorder(symbols: list[Symbol]) -> list[Symbol]:
+    """Symbols with every parent before its children, siblings in line order.
+
+    The index writer resolves a node's parent among the nodes written before it, and outlines
+    list siblings in this order.
+    """
+    by_name = {s.qualname: s for s in symbols}
+    children: dict[str, list[Symbol]] = {}
+    for symbol in symbols:
+        parent = symbol.parent if symbol.parent in by_name else ""
+        children.setdefault(parent, []).append(symbol)
+    ordered: list[Symbol] = []
+    stack = _in_line_order(children.get("", []))
+    while stack:
+        symbol = stack.pop()
+        ordered.append(symbol)
+        stack.extend(_in_line_order(children.get(symbol.qualname, [])))
+    return ordered
+
+
+def _in_line_order(symbols: list[Symbol]) -> list[Symbol]:
+    """Reversed line order: what a stack pops first is the first in the file."""
+    return list(reversed(sorted(symbols, key=lambda s: (s.line_start, -s.line_end))))

@@ -79,7 +79,7 @@ def process_file(
         return Unchanged(candidate.path, candidate.size, candidate.mtime_ns)
     content = text.text
     lines = content.split("\n")
-    parsed = parse(content, lines, item.language)
+    parsed = parse(content, lines, item.language, candidate.path)
     drafts = render_file(project, candidate.path, lines, parsed)
     search = fts_rows(
         candidate.path,

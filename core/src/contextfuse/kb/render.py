@@ -78,7 +78,10 @@ def render_file(project: str, path: str, lines: list[str], parsed: ParsedFile) -
         if cached is None:
             cached = list(own)
             for child in children.get(qualname, ()):
-                cached.extend(segments(child.qualname, child.segments))
+                merged = segments(child.qualname, child.segments)
+                if child.kind == "block":  # its first line may be one the container keeps
+                    merged = _not_shown(merged, cached)
+                cached.extend(merged)
             segments_cache[qualname] = cached
         return cached
 
@@ -138,6 +141,12 @@ def render_file(project: str, path: str, lines: list[str], parsed: ParsedFile) -
             )
         )
     return drafts
+
+
+def _not_shown(candidates: list[Segment], shown: list[Segment]) -> list[Segment]:
+    """The ``candidates`` starting on a line that no segment of ``shown`` covers."""
+    covered = {line for start, text in shown for line in range(start, start + text.count("\n") + 1)}
+    return [(start, text) for start, text in candidates if start not in covered]
 
 
 def own_text(lines: list[str], first: int, last: int, holes: list[tuple[int, int]]) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from contextfuse.backends import BackendSet
 from contextfuse.errors import ConfigError, KnowledgeBaseError
 from contextfuse.kb import generation
 from contextfuse.kb.store import Database
@@ -44,7 +45,7 @@ from contextfuse.server.gate import ServiceGate, gates_supported
 from contextfuse.server.projects import ProjectPool, WarmProject
 from contextfuse.server.settings import ServerSettings
 
-__all__ = ["ServedPool", "ServedProject", "serve_workers"]
+__all__ = ["ServedPool", "ServedProject", "serve_workers", "warm_backends"]
 
 logger = logging.getLogger(__name__)
 
@@ -115,13 +116,18 @@ class ServedProject(WarmProject):
         with self._gate.shared():
             self._read_current()
             try:
-                backends = self.assembler.backends
-                if backends.vector is not None:
-                    for model in backends.vector.models():
-                        backends.vector.search(model, _EMPTY, limit=0)  # loads, returns []
-                backends.graph.personalized_pagerank({}, limit=1)
+                warm_backends(self.assembler.backends)
             finally:
                 self._lock.release_read()
+
+
+def warm_backends(backends: BackendSet) -> None:
+    """Map the arrays every request reads (the vector matrices, the graph's), so that the
+    first request pays for neither."""
+    if backends.vector is not None:
+        for model in backends.vector.models():
+            backends.vector.search(model, _EMPTY, limit=0)  # loads, returns []
+    backends.graph.personalized_pagerank({}, limit=1)
 
 
 class ServedPool(ProjectPool):

@@ -43,6 +43,7 @@ from contextfuse.kb.process import (
 from contextfuse.kb.render import DEPTHS
 from contextfuse.kb.tiers import EVICTED
 from contextfuse.kb.tokens import count_renderings
+from contextfuse.kb.vendored import is_vendored
 from contextfuse.kb.writer import FileRecord
 from contextfuse.tokenizer import Tokenizer
 from contextfuse_postgres.adr import import_adrs
@@ -249,10 +250,11 @@ class _Run:
         skipped = [(s.path, 0, 0, s.reason) for s in found.skipped]
         todo: list[Todo] = []
         kept: set[str] = set()
-        plans: dict[str, str] = {}
+        plans: dict[tuple[str, bool], str] = {}
         for candidate in found.candidates:
             language, resource_type = detect(candidate.path)
-            plan = plans.get(language) or plans.setdefault(language, planned_parser(language))
+            key = (language, is_vendored(candidate.path))
+            plan = plans.get(key) or plans.setdefault(key, planned_parser(language, candidate.path))
             stat = (candidate.size, candidate.mtime_ns)
             previous = old.get(candidate.path)
             if full or (previous is not None and previous.plan != plan):

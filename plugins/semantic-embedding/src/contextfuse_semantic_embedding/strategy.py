@@ -18,8 +18,19 @@ __all__ = ["SemanticEmbeddingStrategy", "SemanticIndexContributor", "shared_embe
 
 #: Which embedder to use: "static" (default), "minilm" or "openai:<base_url>#<model>".
 EMBEDDER_ENV = "CONTEXTFUSE_EMBEDDER"
-#: Node kinds that get a vector: code symbols, document sections and files.
-EMBEDDED_KINDS = ("function", "method", "class", "section", "file", "module")
+#: Node kinds that get a vector: code symbols (values bound to names and blocks of a large
+#: file's top-level code included), document sections and files.
+EMBEDDED_KINDS = (
+    "function",
+    "method",
+    "class",
+    "section",
+    "file",
+    "module",
+    "variable",
+    "block",
+    "macro",
+)
 BATCH = 512
 NEIGHBOURS = 200
 

@@ -33,7 +33,7 @@ __all__ = ["RENDER_DEPTHS", "RenderLimits", "Rendered", "render_ranking"]
 #: Depths rendered for every candidate (the packer's fallback sequence without the listing).
 RENDER_DEPTHS = (DetailDepth.FULL_SOURCE, DetailDepth.SIGNATURES, DetailDepth.OUTLINE)
 #: Node kinds whose file gets a header fragment when they are among the best candidates.
-_HEADED_KINDS = frozenset({"function", "method", "class", "module"})
+_HEADED_KINDS = frozenset({"function", "method", "class", "module", "variable", "block", "macro"})
 _STORE_SCHEME = "project://"
 _PLAN_SCHEMES = ("plan://", "decision://")
 _SHOWN_BELOW_CUT = 50

@@ -12,9 +12,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["DEFAULT_CODE_KINDS", "PackingPolicy"]
 
-#: Node kinds shown at full source in the code passes (other symbol kinds, such as Go structs
-#: or TypeScript interfaces, are reached through the file map and their files).
-DEFAULT_CODE_KINDS: tuple[str, ...] = ("function", "method", "class", "section", "module")
+#: Node kinds shown at full source in the code passes: declarations, values bound to names (a
+#: TypeScript ``export const X = make(...)``), blocks of a large file's top-level code, macros
+#: and document sections (other symbol kinds, such as Go structs or TypeScript interfaces, are
+#: reached through the file map and their files).
+DEFAULT_CODE_KINDS: tuple[str, ...] = (
+    "function",
+    "method",
+    "class",
+    "section",
+    "module",
+    "variable",
+    "block",
+    "macro",
+)
 
 
 class PackingPolicy(BaseModel):
@@ -75,9 +86,10 @@ class PackingPolicy(BaseModel):
         default=10,
         ge=0,
         description=(
-            "The map shows files of the resource types (code, documentation, config, text) "
-            "found among this many best candidates, so a code question gets code files, not "
-            "licences and changelogs that share its words (0: every type)."
+            "The map shows files of the resource types (code, documentation, config, text; "
+            "tests count as a type of their own) found among this many best candidates, so a "
+            "code question gets code files, not licences, changelogs or tests that share its "
+            "words (0: every type)."
         ),
     )
     max_fragments: int | None = Field(

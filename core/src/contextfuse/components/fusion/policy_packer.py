@@ -38,6 +38,7 @@ from contextfuse.components.fusion.policy import PackingPolicy
 from contextfuse.components.protocols import PackKey, PackResult, ScoredFragment
 from contextfuse.models import ContextFragment, DetailDepth
 from contextfuse.ranked import ROLE_CANDIDATE, ROLE_HEADER, ROLE_MAP
+from contextfuse.signals import is_test_path
 
 __all__ = ["PolicyPacker"]
 
@@ -309,7 +310,7 @@ class _PolicyRun:
             outline = self._rendering(file_uri, _OUTLINE) if item is not None else None
             if item is None or outline is None or outline.token_count > max_outline:
                 continue
-            if wanted is not None and outline.provenance.resource_type not in wanted:
+            if wanted is not None and _map_type(outline) not in wanted:
                 self.left_out[file_uri] = "not the kind of file the request is about"
                 continue
             if self.used + outline.token_count > limit:
@@ -320,16 +321,17 @@ class _PolicyRun:
                 mapped += 1
 
     def _map_types(self) -> set[str] | None:
-        """The resource types the map shows: those of the best candidates (None: any).
+        """The types of file the map shows: those of the best candidates (None: any).
 
         A question about code gets a map of code files, not of licences and changelogs that
-        share its words; one whose best candidates are documentation gets documents too.
+        share its words, nor of tests unless tests are among its best candidates; one whose
+        best candidates are documentation gets documents too.
         """
         best = self.policy.map_types_from_best
         if not best:
             return None
         stored = [c for c in self.candidates if _in_store(c.fragment)][:best]
-        return {c.fragment.provenance.resource_type for c in stored}
+        return {_map_type(c.fragment) for c in stored}
 
     def _upgrade_to_whole_files(self, limit: int) -> None:
         piece = self.policy.max_piece(self.available)
@@ -440,6 +442,12 @@ def _in_store(fragment: ContextFragment) -> bool:
 
 def _file_of(fragment: ContextFragment) -> str:
     return fragment.provenance.resource_uri
+
+
+def _map_type(fragment: ContextFragment) -> str:
+    """The fragment's resource type, with test code a type of its own (``tests``)."""
+    path = fragment.provenance.resource_uri.split("/", 3)[-1]
+    return "tests" if is_test_path(path) else fragment.provenance.resource_type
 
 
 def _span(fragment: ContextFragment) -> tuple[int, int] | None:
