@@ -327,3 +327,22 @@ def test_a_search_writes_the_batched_upserts_first(
     # No node has that hash, so nothing is found: the point is what was written.
     vectors.search("letters", np.eye(1, 26, dtype=np.float32)[0])
     assert _stored_hashes(repo) == {"h1"}
+
+
+class _CountsAfterUpserting(LetterEmbedder):
+    """Embeds, then asks the session how many nodes still lack a vector."""
+
+    left: int = -1
+
+    def contribute(self, session: IndexSession) -> dict[str, int]:
+        done = super().contribute(session)
+        self.left = session.count_without_vectors(self.name)
+        return done
+
+
+def test_a_contributor_counting_after_its_upserts_sees_them_stored(
+    repo: Path, build: Callable[..., Any]
+) -> None:
+    embedder = _CountsAfterUpserting()
+    build(repo, contributors=[embedder])
+    assert embedder.embedded and embedder.left == 0

@@ -187,6 +187,9 @@ class IndexSession:
             # The join probes the vector table once per node (0.3 s on 20,000 nodes); a
             # refresh that changed nothing after a complete run need not pay it.
             return 0
+        flush = getattr(self.backends.vector, "flush", None)
+        if flush is not None:  # the vectors the run's backend keeps count as stored
+            flush()
         kind_filter = f" AND n.kind IN ({','.join('?' * len(kinds))})" if kinds else ""
         rows = self._db.read(
             "SELECT count(*) FROM nodes n LEFT JOIN vectors v ON v.model = ? "
