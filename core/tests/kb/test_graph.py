@@ -187,3 +187,40 @@ def test_a_walk_round_over_the_reached_nodes_edges_equals_one_over_every_edge() 
         adjacency.target, weights=rank[adjacency.source] * adjacency.share, minlength=nodes
     )
     assert np.array_equal(graph._spread(adjacency, rank), every_edge)
+
+
+def test_a_walk_that_computes_only_its_reached_nodes_ranks_as_one_over_every_node() -> None:
+    import numpy as np
+
+    from contextfuse.kb import graph
+
+    rng = np.random.default_rng(11)
+    nodes, edges = 4000, 6000  # sparse: a walk from a few seeds stays local for rounds
+    source, target = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
+    order = np.argsort(source, kind="stable")
+    out = np.bincount(source, minlength=nodes)
+    adjacency = graph._Adjacency(
+        ids=np.arange(nodes),
+        source=source[order],
+        target=target[order],
+        share=(1.0 / np.maximum(out, 1))[source[order]],
+        dangling=out == 0,
+        first=np.searchsorted(source[order], np.arange(nodes + 1)),
+    )
+    personal = np.zeros(nodes)
+    personal[rng.integers(0, nodes, 5)] = 0.2
+    rank = personal.copy()  # the walk over every node in every round
+    for _ in range(graph._MAX_ITERATIONS):
+        spread = np.bincount(
+            adjacency.target, weights=rank[adjacency.source] * adjacency.share, minlength=nodes
+        )
+        lost = rank[adjacency.dangling].sum()
+        updated = 0.15 * personal + 0.85 * (spread + lost * personal)
+        done = np.abs(updated - rank).sum() < graph._TOLERANCE
+        rank = updated
+        if done:
+            break
+    walked = graph._walk(adjacency, personal, 0.85)
+    assert np.array_equal(np.flatnonzero(walked), np.flatnonzero(rank))
+    assert np.allclose(walked, rank, rtol=1e-12, atol=0.0)
+    assert np.array_equal(np.argsort(-walked, kind="stable"), np.argsort(-rank, kind="stable"))

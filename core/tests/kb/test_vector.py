@@ -282,3 +282,67 @@ def test_an_index_with_float32_vectors_is_rebuilt_with_a_note(
     assert any("built by another version and was rebuilt" in note for note in stats.notes)
     assert stats.contributors["letters"] == f"ok (embedded {stats.nodes})"
     assert opened(repo).vector.search("letters", letters("cart"), limit=1)
+
+
+def test_a_scan_scores_every_row_of_every_block_as_its_codes_times_the_query() -> None:
+    from contextfuse.kb import vector
+
+    rng = np.random.default_rng(3)
+    rows = 2 * vector._SCAN_BLOCK + 5  # two full blocks and a short one
+    codes = rng.integers(-127, 128, (rows, 64)).astype(np.int8)
+    scales = rng.random(rows).astype(np.float32)
+    query = rng.normal(0.0, 1.0, 64).astype(np.float32)
+    expected = (codes.astype(np.float64) @ query.astype(np.float64)) * scales
+    assert np.allclose(vector._scan(codes, scales, query), expected, rtol=1e-5, atol=1e-3)
+
+
+def _stored_hashes(repo: Path) -> set[str]:
+    with closing(sqlite3.connect(repo / DEFAULT_INDEX_DIR / DB_NAME)) as conn:
+        return {row[0] for row in conn.execute("SELECT content_hash FROM vectors")}
+
+
+def test_batched_upserts_are_written_when_the_batch_fills(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    from contextfuse.kb.vector import SQLiteVectorBackend
+
+    build(repo)
+    vectors = SQLiteVectorBackend(opened(repo).nodes.database, write_batch=3)
+    rows = np.eye(4, 26, dtype=np.float32)
+    vectors.upsert("letters", ["u1", "u2"], ["h1", "h2"], rows[:2])
+    assert _stored_hashes(repo) == set()
+    assert vectors.missing("letters", {"u1": "h1", "u3": "h3"}) == ["u3"]  # kept counts
+    vectors.upsert("letters", ["u3"], ["h3"], rows[2:3])
+    assert _stored_hashes(repo) == {"h1", "h2", "h3"}
+
+
+def test_a_search_writes_the_batched_upserts_first(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    from contextfuse.kb.vector import SQLiteVectorBackend
+
+    build(repo)
+    vectors = SQLiteVectorBackend(opened(repo).nodes.database, write_batch=100)
+    vectors.upsert("letters", ["u1"], ["h1"], np.eye(1, 26, dtype=np.float32))
+    # No node has that hash, so nothing is found: the point is what was written.
+    vectors.search("letters", np.eye(1, 26, dtype=np.float32)[0])
+    assert _stored_hashes(repo) == {"h1"}
+
+
+class _CountsAfterUpserting(LetterEmbedder):
+    """Embeds, then asks the session how many nodes still lack a vector."""
+
+    left: int = -1
+
+    def contribute(self, session: IndexSession) -> dict[str, int]:
+        done = super().contribute(session)
+        self.left = session.count_without_vectors(self.name)
+        return done
+
+
+def test_a_contributor_counting_after_its_upserts_sees_them_stored(
+    repo: Path, build: Callable[..., Any]
+) -> None:
+    embedder = _CountsAfterUpserting()
+    build(repo, contributors=[embedder])
+    assert embedder.embedded and embedder.left == 0

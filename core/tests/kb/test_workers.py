@@ -74,3 +74,44 @@ def test_a_script_without_main_guard_still_indexes(repo: Path, tmp_path: Path) -
     )
     assert done.returncode == 0, done.stderr
     assert "FILES" in done.stdout.splitlines()[-1]
+
+
+class _NamedCounter:
+    """A tokenizer that remembers whether it counted (one word, one token)."""
+
+    name = "test:words"
+
+    def __init__(self) -> None:
+        self.counted = 0
+
+    def count(self, text: str) -> int:
+        self.counted += 1
+        return len(text.split())
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+
+def test_a_worker_counts_every_batch_with_the_first_tokenizer_it_was_sent(
+    tmp_path: Path,
+) -> None:
+    # Every batch brings its own unpickled copy; what the first one loaded must be kept.
+    import pickle
+
+    from contextfuse.kb import process
+    from contextfuse.kb.files import Candidate
+
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    stat = (tmp_path / "a.py").stat()
+    candidate = Candidate("a.py", stat.st_size, stat.st_mtime_ns)
+    todo = process.Todo(candidate, "python", "code", "", None)
+    first, second = _NamedCounter(), _NamedCounter()
+    process._TOKENIZERS.pop(first.name, None)
+    try:
+        process.process_batch(tmp_path, "p", [todo], 1 << 20, pickle.loads(pickle.dumps(first)))
+        kept = process._TOKENIZERS[first.name]
+        process.process_batch(tmp_path, "p", [todo], 1 << 20, second)
+    finally:
+        process._TOKENIZERS.pop(first.name, None)
+    assert second.counted == 0
+    assert kept.counted > 0 and kept.counted % 2 == 0  # the same texts, counted twice

@@ -93,15 +93,65 @@ def _spread(graph: _Adjacency, rank: npt.NDArray[np.float64]) -> npt.NDArray[Any
         return np.bincount(
             graph.target, weights=rank[graph.source] * graph.share, minlength=len(rank)
         )
-    starts = graph.first[reached]
-    counts = graph.first[reached + 1] - starts
-    ends = np.cumsum(counts)
-    edges = np.repeat(starts - ends + counts, counts) + np.arange(int(ends[-1]) if len(ends) else 0)
+    edges = _edges_of(graph, reached)
     return np.bincount(
         graph.target[edges],
         weights=rank[graph.source[edges]] * graph.share[edges],
         minlength=len(rank),
     )
+
+
+def _walk(
+    graph: _Adjacency, personal: npt.NDArray[np.float64], damping: float
+) -> npt.NDArray[np.float64]:
+    """Power iteration of the personalized walk until it settles.
+
+    While the walk has reached few nodes, a round computes only theirs: the rank of a node
+    never reached is 0 in every round, so each reached node gets the same value as over
+    every node (its edges summed in the same order), and the walk settles in the same
+    round, the sums over the reached nodes differing only in their last bits. Past a
+    quarter of the nodes, every node is computed.
+    """
+    rank: npt.NDArray[np.float64] = personal.copy()
+    support = np.flatnonzero(personal)  # every node whose rank may be non-zero
+    position = np.full(len(rank), -1, dtype=np.int64)  # node -> its place in ``support``
+    position[support] = np.arange(len(support))
+    for _ in range(_MAX_ITERATIONS):
+        if len(support) * _SPARSE_SHARE >= len(rank):
+            spread = _spread(graph, rank)
+            lost = rank[graph.dangling].sum()  # mass of nodes without edges returns to seeds
+            updated = (1.0 - damping) * personal + damping * (spread + lost * personal)
+            done = np.abs(updated - rank).sum() < _TOLERANCE
+            rank = np.asarray(updated, dtype=np.float64)
+        else:
+            reached = np.sort(support[rank[support] != 0])
+            edges = _edges_of(graph, reached)
+            targets = graph.target[edges]
+            fresh = np.unique(targets[position[targets] < 0])
+            position[fresh] = np.arange(len(support), len(support) + len(fresh))
+            support = np.concatenate([support, fresh])
+            spread = np.bincount(
+                position[targets],
+                weights=rank[graph.source[edges]] * graph.share[edges],
+                minlength=len(support),
+            )
+            before = rank[support]
+            lost = before[graph.dangling[support]].sum()
+            mine = personal[support]
+            updated = (1.0 - damping) * mine + damping * (spread + lost * mine)
+            done = np.abs(updated - before).sum() < _TOLERANCE
+            rank[support] = updated
+        if done:
+            break
+    return rank
+
+
+def _edges_of(graph: _Adjacency, nodes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Positions of the edges out of ``nodes`` (ascending), in order of source."""
+    starts = graph.first[nodes]
+    counts = graph.first[nodes + 1] - starts
+    ends = np.cumsum(counts)
+    return np.repeat(starts - ends + counts, counts) + np.arange(int(ends[-1]) if len(ends) else 0)
 
 
 class SQLiteGraphBackend:
@@ -158,15 +208,7 @@ class SQLiteGraphBackend:
         if personal.sum() <= 0:
             return []
         personal /= personal.sum()
-        rank = personal.copy()
-        for _ in range(_MAX_ITERATIONS):
-            spread = _spread(graph, rank)
-            lost = rank[graph.dangling].sum()  # mass of nodes without edges returns to the seeds
-            updated = (1.0 - damping) * personal + damping * (spread + lost * personal)
-            done = np.abs(updated - rank).sum() < _TOLERANCE
-            rank = updated
-            if done:
-                break
+        rank = _walk(graph, personal, damping)
         count = min(limit, int(np.count_nonzero(rank)))
         if count <= 0:
             return []

@@ -8,6 +8,7 @@ that commit, each in its own transactions, so one that fails leaves the index us
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -77,6 +78,7 @@ _PARALLEL_MIN_FILES = 400  # fewer files are parsed in this process (workers tak
 _MAX_WORKERS = 4
 _MAX_FILE_NOTES = 20  # per-file notes listed in the stats (parse failures)
 _PAGE = 2000  # nodes per page when contributors read node texts
+_VECTOR_WRITE_BATCH = 8192  # vectors a contributor's upserts write per transaction (~7 MB)
 
 
 @attrs.define
@@ -185,6 +187,9 @@ class IndexSession:
             # The join probes the vector table once per node (0.3 s on 20,000 nodes); a
             # refresh that changed nothing after a complete run need not pay it.
             return 0
+        flush = getattr(self.backends.vector, "flush", None)
+        if flush is not None:  # the vectors the run's backend keeps count as stored
+            flush()
         kind_filter = f" AND n.kind IN ({','.join('?' * len(kinds))})" if kinds else ""
         rows = self._db.read(
             "SELECT count(*) FROM nodes n LEFT JOIN vectors v ON v.model = ? "
@@ -624,7 +629,7 @@ class _Run:
         return BackendSet(
             nodes=SQLiteNodeStore(self.db, self.project),
             text=SQLiteTextBackend(self.db),
-            vector=SQLiteVectorBackend(self.db),
+            vector=SQLiteVectorBackend(self.db, write_batch=_VECTOR_WRITE_BATCH),
             graph=SQLiteGraphBackend(self.db),
             temporal=SQLiteTemporalBackend(self.db, self.project) if git else None,
             plans=SQLitePlanStore(self.db, self.project, self.tokenizer),
@@ -651,14 +656,19 @@ class _Run:
             progress=self.progress,
             complete=complete,
         )
+        vectors = session.backends.vector
         for contributor in contributors:
             name = str(getattr(contributor, "name", type(contributor).__name__))
             session.checked.clear()
             try:
                 result = contributor.contribute(session)
+                vectors.flush()
             except Exception as exc:  # a plugin's failure must not cost the user the index
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
+                # What it stored before it failed stays (a full disk loses those rows too).
+                with contextlib.suppress(sqlite3.Error, OSError):
+                    vectors.flush()
                 stats.contributors[name] = f"failed: {type(exc).__name__}: {exc}"
                 stats.notes.append(f"index contributor {name!r} failed: {exc}")
             else:

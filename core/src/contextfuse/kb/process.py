@@ -115,8 +115,27 @@ def process_batch(
     root: Path, project: str, items: Sequence[Todo], max_size: int, tokenizer: Tokenizer | None
 ) -> list[Outcome]:
     """:func:`process_file` for several files (the unit of work of a worker process)."""
+    tokenizer = _kept(tokenizer)
     with paused_gc():
         return [process_file(root, project, item, max_size, tokenizer) for item in items]
+
+
+#: The tokenizer a worker process counts with, by name: the first one it was sent.
+_TOKENIZERS: dict[str, Tokenizer] = {}
+
+
+def _kept(tokenizer: Tokenizer | None) -> Tokenizer | None:
+    """This process's tokenizer of the same name as ``tokenizer`` (which comes unpickled with
+    every batch), so that what it loads or learns is kept from one batch to the next.
+
+    tiktoken's tokenizer counts its first two million characters with a pure-Python encoder
+    (building its own costs 0.1 s, worth it for an index run only): a fresh copy per batch of
+    40 files counted every file of a run that way (Django: 20.7 s of the workers' CPU, 16.6 s
+    with the tokenizer kept).
+    """
+    if tokenizer is None:
+        return None
+    return _TOKENIZERS.setdefault(tokenizer.name, tokenizer)
 
 
 def worker_started(parent: int) -> None:
