@@ -366,37 +366,6 @@ def test_idle_workers_are_kept_between_rounds_up_to_max_workers() -> None:
     ex.close()
 
 
-def test_rounds_running_at_once_reuse_their_workers_in_later_rounds() -> None:
-    """Concurrent requests each need workers: the pool keeps them all, so later rounds start
-    no thread (a new thread would open a new index connection with a cold cache)."""
-    ex = executor(executor_max_workers=2)
-    rounds = 3
-    barrier = threading.Barrier(rounds * 2, timeout=5)
-
-    def meet(budget: ContextBudget) -> list[ContextFragment]:
-        barrier.wait()  # every strategy of every round runs at the same time
-        return []
-
-    def concurrent_rounds() -> None:
-        threads = [
-            threading.Thread(target=run, args=(ex, (Stub("a", meet), 10), (Stub("b", meet), 10)))
-            for _ in range(rounds)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=10)
-
-    before = set(threading.enumerate())
-    concurrent_rounds()
-    started = new_workers(before)
-    assert len(started) == rounds * 2
-    concurrent_rounds()
-    assert new_workers(before) == started
-    ex.close()
-    assert all_end(started)
-
-
 def test_close_stops_the_idle_workers() -> None:
     before = set(threading.enumerate())
     ex = executor()

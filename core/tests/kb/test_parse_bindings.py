@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -198,7 +199,7 @@ def test_a_reindex_of_an_index_parsed_by_the_old_parser_finds_the_new_symbols(
     (root / "app.js").write_text("const app = express.Router();\n")
     build(root)
     index_file = root / ".contextfuse" / "index.db"
-    with sqlite3.connect(index_file) as conn:  # as an index from before this parser version
+    with closing(sqlite3.connect(index_file)) as conn, conn:  # as an index of the old parser
         conn.execute("UPDATE files SET parser = 'treesitter-javascript/2'")
         conn.execute("DELETE FROM nodes WHERE kind != 'file'")
         conn.execute("DELETE FROM renderings WHERE node_id NOT IN (SELECT id FROM nodes)")

@@ -18,29 +18,19 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-#: The most idle workers a pool keeps, whatever the rounds running at once needed.
-MOST_KEPT = 64
-
-
 class WorkerPool:
-    """Daemon threads that run jobs, kept between rounds.
+    """Daemon threads that run jobs, kept between rounds (at most ``keep`` of them idle).
 
     Starting threads every round costs a hand-off per thread; idle workers only need a queue
-    put. A worker also keeps what its thread holds, an index connection with a warm page
-    cache above all, which a new thread would open again. So the pool keeps as many idle
-    workers as were ever busy at once (rounds of concurrent requests add up), at least
-    ``keep`` and at most :data:`MOST_KEPT`.
-
-    A worker stuck in a strategy that never returns is simply not idle: later rounds start
+    put. A worker stuck in a strategy that never returns is simply not idle: later rounds start
     new workers, so it can delay nothing but itself. Daemon threads never hold up exit.
     """
 
     def __init__(self, keep: int) -> None:
-        self._keep = min(keep, MOST_KEPT)
+        self._keep = keep
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._idle = 0
-        self._busy = 0
         self._closed = False
         self._pid = os.getpid()
         self._serial = itertools.count()
@@ -50,12 +40,9 @@ class WorkerPool:
         with self._lock:
             if self._pid != os.getpid():  # a forked child has none of the parent's threads
                 self._jobs, self._idle, self._pid = queue.SimpleQueue(), 0, os.getpid()
-                self._busy = 0
             self._closed = False
             reused = min(self._idle, copies)
             self._idle -= reused
-            self._busy += copies
-            self._keep = max(self._keep, min(self._busy, MOST_KEPT))
             jobs = self._jobs
         for _ in range(copies):
             jobs.put(job)
@@ -82,8 +69,6 @@ class WorkerPool:
             except BaseException:  # a job is ours and catches strategy errors; never die silently
                 logger.exception("strategy worker job failed")
             with self._lock:
-                if jobs is self._jobs:
-                    self._busy -= 1
                 if self._closed or jobs is not self._jobs or self._idle >= self._keep:
                     return
                 self._idle += 1
