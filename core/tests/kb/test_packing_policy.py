@@ -284,13 +284,57 @@ def test_code_concentrates_in_the_file_with_the_most_evidence(
 
     def full_source(weight: float) -> set[str]:
         policy = PackingPolicy(
-            map_share=0.0, max_piece_share=1.0, file_evidence_weight=weight, spend_target=0.0
+            map_share=0.0,
+            max_piece_share=1.0,
+            file_evidence_weight=weight,
+            file_evidence_full_at=0,
+            spend_target=0.0,
         )
         return {f.uko_node for f in _pack(kb, scores, room, policy) if f.detail_depth == 9}
 
     assert f"{prefix}/cart.py#Cart.step_0" in full_source(0.5)
     assert f"{prefix}/pricing.py#round_price" not in full_source(0.5)
     assert f"{prefix}/pricing.py#round_price" in full_source(0.0)
+
+
+def test_a_files_evidence_counts_less_at_a_budget_below_file_evidence_full_at(
+    new_repo, write, build, opened
+) -> None:
+    cart = "".join(
+        f"    def step_{i}(self, value):\n        return value + {i}\n\n" for i in range(3)
+    )
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {
+            "shop/cart.py": f"class Cart:\n{cart}",
+            "shop/pricing.py": "def round_price(value):\n    return round(value, 2)\n",
+        },
+    )
+    prefix = "project://sel/shop"
+    scores = {
+        f"{prefix}/cart.py#Cart.step_0": 0.9,
+        f"{prefix}/cart.py#Cart.step_1": 0.8,
+        f"{prefix}/cart.py#Cart.step_2": 0.7,
+        f"{prefix}/pricing.py#round_price": 1.0,
+    }
+    room = max(f.token_count for f in _pack(kb, scores, 4000) if f.detail_depth == 9)
+
+    def full_source(full_at: int) -> set[str]:
+        policy = PackingPolicy(
+            map_share=0.0,
+            max_piece_share=1.0,
+            file_evidence_full_at=full_at,
+            spend_target=0.0,
+        )
+        return {f.uko_node for f in _pack(kb, scores, room, policy) if f.detail_depth == 9}
+
+    # At a budget of file_evidence_full_at the cart's evidence counts in full; at a
+    # hundredth of it, the best node of the other file comes first.
+    assert f"{prefix}/pricing.py#round_price" not in full_source(room)
+    assert f"{prefix}/pricing.py#round_price" in full_source(100 * room)
 
 
 def test_a_large_budget_is_spent_by_whole_files_when_the_candidates_run_out(
