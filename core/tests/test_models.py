@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from contextfuse import (
@@ -127,6 +130,27 @@ def test_ids_made_by_concurrent_threads_are_distinct_and_ascend_in_each_thread()
         thread.join()
     assert all(ids == sorted(ids) for ids in made)
     assert len({value for ids in made for value in ids}) == 8 * 2000
+
+
+@given(st.integers(min_value=0, max_value=2**80 - 1))
+def test_the_random_part_of_an_id_is_its_80_bits_in_crockford_base32(value):
+    from contextfuse.models import _random_digits
+
+    to_crockford = bytes.maketrans(
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    )
+    expected = base64.b32encode(value.to_bytes(10, "big")).translate(to_crockford).decode()
+    assert _random_digits(value) == expected
+
+
+def test_ids_made_one_after_another_have_consecutive_random_parts():
+    from ulid import ULID
+
+    from contextfuse.models import new_ulid
+
+    ids = [new_ulid() for _ in range(3000)]
+    randoms = [int.from_bytes(ULID.from_str(value).bytes[6:], "big") for value in ids]
+    assert randoms == list(range(randoms[0], randoms[0] + len(ids)))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
