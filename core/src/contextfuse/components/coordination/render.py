@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
 
 import attrs
 
 from contextfuse.backends import BackendSet, Node, Rendering
-from contextfuse.models import ContextFragment, DetailDepth, FragmentProvenance, Tier
+from contextfuse.models import ContextFragment, DetailDepth, Tier, build_fragment
 from contextfuse.ranked import HEADER_SYMBOL, ROLE_CANDIDATE, ROLE_HEADER, ROLE_MAP, Ranked
 from contextfuse.tokenizer import default_tokenizer
 
@@ -297,24 +296,23 @@ class _Renderer:
         if redacted:
             # The agent should know the text was altered, and why.
             metadata = {**metadata, "redacted": str(redacted)}
-        fields: dict[str, Any] = {}
         facts = self.facts.get(_path_of(file_uri))
-        if facts is not None:
-            fields["created_at"] = datetime.fromtimestamp(facts[1], timezone.utc)
-        return ContextFragment(
+        # Hundreds of fragments a request, from the strategy's and the stores' data: built
+        # without validation where every value is of the model's type and bounds.
+        return build_fragment(
             uko_node=uri,
             content=rendering.content,
             detail_depth=rendering.depth,
             token_count=rendering.token_count,
             relevance_score=relevance,
-            provenance=FragmentProvenance(
-                resource_uri=resource_uri,
-                location=rendering.location,
-                resource_type=resource_type,
-            ),
+            resource_uri=resource_uri,
+            location=rendering.location,
+            resource_type=resource_type,
             tier=_tier(tier or (facts[0] if facts is not None else "")),
             metadata=metadata,
-            **fields,
+            created_at=(
+                datetime.fromtimestamp(facts[1], timezone.utc) if facts is not None else None
+            ),
         )
 
 
