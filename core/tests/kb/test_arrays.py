@@ -140,6 +140,23 @@ def test_packed_strings_read_back_every_string() -> None:
     assert len(strings) == len(values)
 
 
+def test_packed_strings_take_the_strings_at_the_indices_given() -> None:
+    values = ["project://a/b.py", "", "project://ü/ß#名前", "x" * 1000, "last"]
+    packed = pack_strings(values)
+    strings = PackedStrings(packed["data"], packed["ends"])
+    wanted = [4, 0, 2, 2, -1, -5, 1, 3]
+    assert strings.take(wanted) == [values[i] for i in wanted]
+    assert strings.take(np.array([3, 0], dtype=np.int64)) == [values[3], values[0]]
+    assert strings.take([]) == []
+
+
+@pytest.mark.parametrize("index", [5, -6])
+def test_packed_strings_refuse_to_take_an_index_out_of_range(index: int) -> None:
+    packed = pack_strings(["a", "b", "c", "d", "e"])
+    with pytest.raises(IndexError):
+        PackedStrings(packed["data"], packed["ends"]).take([0, index])
+
+
 def test_a_renamed_project_maps_arrays_of_its_new_uris(
     repo: Path,
     built: Callable[[], Any],

@@ -34,6 +34,9 @@ from contextfuse.kb.store import Database
 __all__ = ["SQLiteVectorBackend", "quantize"]
 
 _RESCORE = 4  # candidates rescored per hit asked for
+#: Bytes of float16 vectors a backend keeps between searches (a service's requests rescore
+#: many of the same nodes; reading them again was half a search's time).
+_HALVES_KEPT = 16 * 1024 * 1024
 _SCAN_BLOCK = 2048  # rows converted to float32 at a time (a few hundred kB: cache-sized)
 _CODE_MAX = 127
 
@@ -42,8 +45,8 @@ _CODE_MAX = 127
 class _Codes:
     """The int8 codes of one model's vectors for the current nodes, in node order."""
 
-    uris: Sequence[str]
-    hashes: Sequence[str]
+    uris: PackedStrings
+    hashes: PackedStrings
     codes: npt.NDArray[np.int8]  # (nodes, dimensions)
     scales: npt.NDArray[np.float32]  # (nodes,): code * scale = component
 
@@ -74,6 +77,8 @@ class SQLiteVectorBackend:
         self._db = db
         self._lock = threading.Lock()
         self._cache: dict[str, _Codes] = {}
+        self._halves: dict[tuple[str, str], bytes] = {}  # (model, content hash) -> float16
+        self._halves_size = 0
         self._version = ""
         self._write_batch = write_batch
         self._pending: dict[tuple[str, str], tuple[float, bytes, bytes]] = {}
@@ -110,11 +115,14 @@ class SQLiteVectorBackend:
         count = min(limit, len(stored.uris))
         pool = min(len(stored.uris), count * _RESCORE)
         candidates = np.argpartition(-approximate, pool - 1)[:pool]
-        scores = self._rescore(model, [stored.hashes[i] for i in candidates], query)
+        scores = self._rescore(model, stored.hashes.take(candidates), query)
         scores = np.where(np.isnan(scores), approximate[candidates], scores)
         # Best first; equal scores in node order, so that a search is reproducible.
         order = np.lexsort((candidates, -scores))[:count]
-        return [SearchHit(stored.uris[candidates[i]], float(scores[i])) for i in order]
+        uris = stored.uris.take(candidates[order])
+        return [
+            SearchHit(uri, score) for uri, score in zip(uris, scores[order].tolist(), strict=True)
+        ]
 
     def missing(self, model: str, items: Mapping[str, str]) -> list[str]:
         """Of ``{uri: content_hash}``, the URIs with no vector cached for that hash."""
@@ -186,22 +194,34 @@ class SQLiteVectorBackend:
             raise
         self._pending.clear()
         with self._lock:  # this process wrote: nothing it cached before is current
-            self._cache.clear()
+            self._forget()
 
     def _rescore(
         self, model: str, hashes: list[str], query: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float64]:
         """Cosine of each candidate from its float16 vector (NaN where it is gone)."""
+        kept = self._halves
         found: dict[str, bytes] = {}
-        for chunk in chunked(sorted(set(hashes))):
+        wanted: set[str] = set()
+        for digest in hashes:
+            vector = kept.get((model, digest))
+            if vector is None:
+                wanted.add(digest)
+            else:
+                found[digest] = vector
+        read: dict[str, bytes] = {}
+        for chunk in chunked(sorted(wanted)):
             marks = ",".join("?" * len(chunk))
-            found.update(
+            read.update(
                 self._db.read(
                     "SELECT content_hash, vector FROM vectors WHERE model = ? "
                     f"AND content_hash IN ({marks})",
                     [model, *chunk],
                 )
             )
+        if read:
+            self._keep(model, read)
+            found.update(read)
         scores = np.full(len(hashes), np.nan)
         rows = [
             i for i, digest in enumerate(hashes) if len(found.get(digest, b"")) // 2 == len(query)
@@ -211,11 +231,28 @@ class SQLiteVectorBackend:
             scores[rows] = halves.reshape(len(rows), -1).astype(np.float32) @ query
         return scores
 
+    def _keep(self, model: str, vectors: Mapping[str, bytes]) -> None:
+        """Keep float16 vectors read for a search (the index generation they belong to is
+        the one :meth:`_codes` checked; another one forgets them)."""
+        with self._lock:
+            size = sum(len(v) for v in vectors.values())
+            if self._halves_size + size > _HALVES_KEPT:
+                self._halves, self._halves_size = {}, 0  # start over: a bound on memory
+            if size <= _HALVES_KEPT:
+                for digest, vector in vectors.items():
+                    self._halves[model, digest] = vector
+                self._halves_size += size
+
+    def _forget(self) -> None:
+        """Drop what was cached from the index (the caller holds the lock)."""
+        self._cache.clear()
+        self._halves, self._halves_size = {}, 0
+
     def _codes(self, model: str) -> _Codes:
         version = generation.read_key(self._db)
         with self._lock:
             if version != self._version:
-                self._cache.clear()
+                self._forget()
                 self._version = version
             cached = self._cache.get(model)
             if cached is None:
