@@ -252,7 +252,7 @@ def build_fragment(
         and tier in _TIER_NAMES
         and type(metadata) is dict
         and len(metadata) <= MAX_METADATA_ENTRIES
-        and all(type(k) is str and type(v) is str for k, v in metadata.items())
+        and _all_text(metadata)
         and (
             created_at is None
             or (type(created_at) is datetime and created_at.tzinfo is timezone.utc)
@@ -297,15 +297,29 @@ def build_fragment(
     )
 
 
+# The slots ``model_construct`` fills besides ``__dict__`` (pydantic v2's BaseModel slots),
+# set through their descriptors: a frozen model refuses ``setattr``.
+_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
 def _constructed(cls: type[_M], values: dict[str, Any], given: set[str]) -> _M:
     """An instance of ``cls`` holding ``values`` as they are, as ``model_construct`` makes it
     (without its Python loop over the fields): the caller vouches for every value."""
     model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", values)
-    object.__setattr__(model, "__pydantic_fields_set__", given)
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
+    model.__dict__.update(values)
+    _SET_FIELDS_SET(model, given)
+    _SET_EXTRA(model, None)
+    _SET_PRIVATE(model, None)
     return model
+
+
+def _all_text(metadata: dict[str, str]) -> bool:
+    for key, value in metadata.items():
+        if type(key) is not str or type(value) is not str:
+            return False
+    return True
 
 
 class ContextBudget(_Frozen):
