@@ -122,6 +122,25 @@ def test_open_backends_see_an_edit_at_once(
     assert len(array_files(repo)) == 2  # the previous generation's files are gone
 
 
+def test_open_backends_see_a_files_new_children_at_once(
+    repo: Path,
+    built: Callable[[], Any],
+    opened: Callable[..., BackendSet],
+    write: Callable[..., Any],
+) -> None:
+    kb = opened(repo)  # held open across the change, as a server holds it
+    before = [node.name for node in kb.nodes.children(U + "shop/util.py")]
+    kb.nodes.children(U + "shop/util.py").clear()  # a caller's list is its own
+    write(
+        repo, {"shop/util.py": "def slugify(text):\n    return text\n\n\ndef added():\n    pass\n"}
+    )
+    built()
+    after = [node.name for node in kb.nodes.children(U + "shop/util.py")]
+    assert before and "added" not in before
+    assert after == ["slugify", "added"]
+    assert after == [node.name for node in opened(repo).nodes.children(U + "shop/util.py")]
+
+
 def test_a_damaged_array_file_is_rebuilt(
     repo: Path, built: Callable[[], Any], opened: Callable[..., BackendSet]
 ) -> None:
