@@ -268,6 +268,24 @@ def test_a_repeated_search_finds_what_the_first_found(
     assert vector.search("spiky", query, limit=3) == first[:3]
 
 
+def test_vectors_too_many_to_keep_are_read_for_each_search_with_the_same_result(
+    repo: Path,
+    build: Callable[..., Any],
+    opened: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from contextfuse.kb import vector as vector_module
+
+    build(repo, contributors=[SpikyEmbedder()])
+    query = np.random.default_rng(8).normal(0.0, 1.0, 256).astype(np.float32)
+    kept = opened(repo).vector.search("spiky", query, limit=5)
+    monkeypatch.setattr(vector_module, "_HALVES_KEPT", 0)
+    unkept = opened(repo).vector
+    assert unkept._codes("spiky").halves is None
+    assert unkept.search("spiky", query, limit=5) == kept
+    assert unkept.search("spiky", query, limit=5) == kept
+
+
 def test_a_search_rescores_with_vectors_written_after_the_last_search(
     repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
 ) -> None:

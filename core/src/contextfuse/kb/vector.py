@@ -34,11 +34,21 @@ from contextfuse.kb.store import Database
 __all__ = ["SQLiteVectorBackend", "quantize"]
 
 _RESCORE = 4  # candidates rescored per hit asked for
-#: Bytes of float16 vectors a backend keeps between searches (a service's requests rescore
-#: many of the same nodes; reading them again was half a search's time).
+#: Bytes of float16 vectors a backend keeps between searches, at most (a service's requests
+#: rescore many of the same nodes; reading them again was half a search's time). An index
+#: with more has its candidates' vectors read for each search.
 _HALVES_KEPT = 16 * 1024 * 1024
+_UNREAD, _READ, _ABSENT = 0, 1, 2
 _SCAN_BLOCK = 2048  # rows converted to float32 at a time (a few hundred kB: cache-sized)
 _CODE_MAX = 127
+
+
+@attrs.frozen
+class _Halves:
+    """The float16 vectors of the rows of :class:`_Codes`, read as searches rescore them."""
+
+    vectors: npt.NDArray[np.float16]  # (nodes, dimensions)
+    state: npt.NDArray[np.int8]  # per row: _UNREAD, _READ or _ABSENT (no vector stored)
 
 
 @attrs.frozen
@@ -49,6 +59,7 @@ class _Codes:
     hashes: PackedStrings
     codes: npt.NDArray[np.int8]  # (nodes, dimensions)
     scales: npt.NDArray[np.float32]  # (nodes,): code * scale = component
+    halves: _Halves | None  # None: too many nodes to keep their float16 vectors
 
 
 def quantize(
@@ -77,8 +88,6 @@ class SQLiteVectorBackend:
         self._db = db
         self._lock = threading.Lock()
         self._cache: dict[str, _Codes] = {}
-        self._halves: dict[tuple[str, str], bytes] = {}  # (model, content hash) -> float16
-        self._halves_size = 0
         self._version = ""
         self._write_batch = write_batch
         self._pending: dict[tuple[str, str], tuple[float, bytes, bytes]] = {}
@@ -115,7 +124,7 @@ class SQLiteVectorBackend:
         count = min(limit, len(stored.uris))
         pool = min(len(stored.uris), count * _RESCORE)
         candidates = np.argpartition(-approximate, pool - 1)[:pool]
-        scores = self._rescore(model, stored.hashes.take(candidates), query)
+        scores = self._rescore(model, stored, candidates, query)
         scores = np.where(np.isnan(scores), approximate[candidates], scores)
         # Best first; equal scores in node order, so that a search is reproducible.
         order = np.lexsort((candidates, -scores))[:count]
@@ -194,76 +203,79 @@ class SQLiteVectorBackend:
             raise
         self._pending.clear()
         with self._lock:  # this process wrote: nothing it cached before is current
-            self._forget()
+            self._cache.clear()
 
     def _rescore(
-        self, model: str, hashes: list[str], query: npt.NDArray[np.float32]
+        self,
+        model: str,
+        stored: _Codes,
+        candidates: npt.NDArray[np.intp],
+        query: npt.NDArray[np.float32],
     ) -> npt.NDArray[np.float64]:
-        """Cosine of each candidate from its float16 vector (NaN where it is gone)."""
-        kept = self._halves
+        """Cosine of each candidate (a row of ``stored``) from its float16 vector (NaN where
+        it is gone)."""
+        halves = stored.halves
+        if halves is None:
+            hashes = stored.hashes.take(candidates)
+            found = self._read_halves(model, hashes)
+            scores = np.full(len(hashes), np.nan)
+            rows = [i for i, h in enumerate(hashes) if len(found.get(h, b"")) // 2 == len(query)]
+            if rows:
+                vectors = np.frombuffer(b"".join(found[hashes[i]] for i in rows), dtype="<f2")
+                scores[rows] = vectors.reshape(len(rows), -1).astype(np.float32) @ query
+            return scores
+        unread = candidates[halves.state[candidates] == _UNREAD]
+        if len(unread):
+            hashes = stored.hashes.take(unread)
+            found = self._read_halves(model, hashes)
+            for row, digest in zip(unread.tolist(), hashes, strict=True):
+                vector = found.get(digest, b"")
+                if len(vector) // 2 == len(query):
+                    halves.vectors[row] = np.frombuffer(vector, dtype="<f2")
+                    halves.state[row] = _READ  # after the vector: a reader sees it whole
+                else:
+                    halves.state[row] = _ABSENT
+        scores = np.full(len(candidates), np.nan)
+        present = halves.state[candidates] == _READ
+        scores[present] = halves.vectors[candidates[present]].astype(np.float32) @ query
+        return scores
+
+    def _read_halves(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        """``{content hash: float16 vector bytes}`` of the stored ones among ``hashes``."""
         found: dict[str, bytes] = {}
-        wanted: set[str] = set()
-        for digest in hashes:
-            vector = kept.get((model, digest))
-            if vector is None:
-                wanted.add(digest)
-            else:
-                found[digest] = vector
-        read: dict[str, bytes] = {}
-        for chunk in chunked(sorted(wanted)):
+        for chunk in chunked(sorted(set(hashes))):
             marks = ",".join("?" * len(chunk))
-            read.update(
+            found.update(
                 self._db.read(
                     "SELECT content_hash, vector FROM vectors WHERE model = ? "
                     f"AND content_hash IN ({marks})",
                     [model, *chunk],
                 )
             )
-        if read:
-            self._keep(model, read)
-            found.update(read)
-        scores = np.full(len(hashes), np.nan)
-        rows = [
-            i for i, digest in enumerate(hashes) if len(found.get(digest, b"")) // 2 == len(query)
-        ]
-        if rows:
-            halves = np.frombuffer(b"".join(found[hashes[i]] for i in rows), dtype="<f2")
-            scores[rows] = halves.reshape(len(rows), -1).astype(np.float32) @ query
-        return scores
-
-    def _keep(self, model: str, vectors: Mapping[str, bytes]) -> None:
-        """Keep float16 vectors read for a search (the index generation they belong to is
-        the one :meth:`_codes` checked; another one forgets them)."""
-        with self._lock:
-            size = sum(len(v) for v in vectors.values())
-            if self._halves_size + size > _HALVES_KEPT:
-                self._halves, self._halves_size = {}, 0  # start over: a bound on memory
-            if size <= _HALVES_KEPT:
-                for digest, vector in vectors.items():
-                    self._halves[model, digest] = vector
-                self._halves_size += size
-
-    def _forget(self) -> None:
-        """Drop what was cached from the index (the caller holds the lock)."""
-        self._cache.clear()
-        self._halves, self._halves_size = {}, 0
+        return found
 
     def _codes(self, model: str) -> _Codes:
         version = generation.read_key(self._db)
         with self._lock:
             if version != self._version:
-                self._forget()
+                self._cache.clear()
                 self._version = version
             cached = self._cache.get(model)
             if cached is None:
                 key, arrays = load_arrays(
                     self._db, f"codes-{model}", lambda conn: _code_arrays(conn, model)
                 )
+                codes = arrays["codes"]
                 cached = _Codes(
                     uris=PackedStrings(arrays["uri_data"], arrays["uri_ends"]),
                     hashes=PackedStrings(arrays["hash_data"], arrays["hash_ends"]),
-                    codes=arrays["codes"],
+                    codes=codes,
                     scales=arrays["scales"],
+                    halves=(
+                        _Halves(np.zeros(codes.shape, "<f2"), np.zeros(len(codes), np.int8))
+                        if codes.size * 2 <= _HALVES_KEPT
+                        else None
+                    ),
                 )
                 if key == version:
                     self._cache[model] = cached
