@@ -257,9 +257,17 @@ def test_the_preamble_room_is_reserved_before_packing(new_repo, write, build, op
     assert payload.explanation["dropped_by_overage_guard"] == 0
 
 
-def test_code_concentrates_in_the_file_with_the_most_evidence(
-    new_repo, write, build, opened
-) -> None:
+_SHOP = "project://sel/shop"
+
+
+def _cart_and_pricing(
+    new_repo: Callable[..., Any],
+    write: Callable[..., Any],
+    build: Callable[..., Any],
+    opened: Callable[..., Any],
+) -> tuple[Any, dict[str, float], int]:
+    """Three methods of one class in one file, one better function in another; the budget
+    holds the largest of them at full source and little else."""
     cart = "".join(
         f"    def step_{i}(self, value):\n        return value + {i}\n\n" for i in range(3)
     )
@@ -273,14 +281,21 @@ def test_code_concentrates_in_the_file_with_the_most_evidence(
             "shop/pricing.py": "def round_price(value):\n    return round(value, 2)\n",
         },
     )
-    prefix = "project://sel/shop"
     scores = {
-        f"{prefix}/cart.py#Cart.step_0": 0.9,
-        f"{prefix}/cart.py#Cart.step_1": 0.8,
-        f"{prefix}/cart.py#Cart.step_2": 0.7,
-        f"{prefix}/pricing.py#round_price": 1.0,
+        f"{_SHOP}/cart.py#Cart.step_0": 0.9,
+        f"{_SHOP}/cart.py#Cart.step_1": 0.8,
+        f"{_SHOP}/cart.py#Cart.step_2": 0.7,
+        f"{_SHOP}/pricing.py#round_price": 1.0,
     }
     room = max(f.token_count for f in _pack(kb, scores, 4000) if f.detail_depth == 9)
+    return kb, scores, room
+
+
+def test_code_concentrates_in_the_file_with_the_most_evidence(
+    new_repo, write, build, opened
+) -> None:
+    kb, scores, room = _cart_and_pricing(new_repo, write, build, opened)
+    prefix = _SHOP
 
     def full_source(weight: float) -> set[str]:
         policy = PackingPolicy(
@@ -300,27 +315,8 @@ def test_code_concentrates_in_the_file_with_the_most_evidence(
 def test_a_files_evidence_counts_less_at_a_budget_below_file_evidence_full_at(
     new_repo, write, build, opened
 ) -> None:
-    cart = "".join(
-        f"    def step_{i}(self, value):\n        return value + {i}\n\n" for i in range(3)
-    )
-    kb = _kb(
-        new_repo,
-        write,
-        build,
-        opened,
-        {
-            "shop/cart.py": f"class Cart:\n{cart}",
-            "shop/pricing.py": "def round_price(value):\n    return round(value, 2)\n",
-        },
-    )
-    prefix = "project://sel/shop"
-    scores = {
-        f"{prefix}/cart.py#Cart.step_0": 0.9,
-        f"{prefix}/cart.py#Cart.step_1": 0.8,
-        f"{prefix}/cart.py#Cart.step_2": 0.7,
-        f"{prefix}/pricing.py#round_price": 1.0,
-    }
-    room = max(f.token_count for f in _pack(kb, scores, 4000) if f.detail_depth == 9)
+    kb, scores, room = _cart_and_pricing(new_repo, write, build, opened)
+    prefix = _SHOP
 
     def full_source(full_at: int) -> set[str]:
         policy = PackingPolicy(
