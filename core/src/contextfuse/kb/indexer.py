@@ -543,8 +543,7 @@ class _Run:
         """Count the tokens of records that were parsed without counting."""
         for record in records:
             if record.token_counts is None:
-                lines = record.content.split("\n")
-                record.token_counts = count_renderings(self.tokenizer, lines, record.drafts)
+                record.token_counts = count_renderings(self.tokenizer, record.drafts)
 
     def outcomes(self, todo: list[Todo]) -> Iterator[Outcome]:
         """The outcome of each file of ``todo``, in order; in worker processes when many."""

@@ -88,7 +88,7 @@ def process_file(
         [(d.kind, d.name, d.qualname, d.own_text) for d in drafts],
     )
     facts = extract_facts(parsed, drafts)
-    counts = count_renderings(tokenizer, lines, drafts) if tokenizer else None
+    counts = count_renderings(tokenizer, drafts) if tokenizer else None
     for draft in drafts:
         draft.own_text = ""  # no longer needed: do not carry it across processes
         if counts is not None:
