@@ -48,7 +48,7 @@ from contextfuse.kb.process import (
     index_lock,
     paused_gc,
     process_batch,
-    process_file,
+    process_files,
     worker_started,
 )
 from contextfuse.kb.project_name import check_project_name, rename_project
@@ -57,6 +57,7 @@ from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.tiers import EVICTED
 from contextfuse.kb.tokens import count_renderings
 from contextfuse.kb.vector import SQLiteVectorBackend
+from contextfuse.kb.vectorizers import NodeVectorizer, picklable, vectorizers_of
 from contextfuse.kb.vendored import is_vendored
 from contextfuse.kb.writer import FileRecord, IndexWriter
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
@@ -132,7 +133,9 @@ class IndexStats:
 class IndexSession:
     """What an index contributor receives: the fresh index, writable vectors, progress.
 
-    ``changed_uris`` are the nodes written in this run, ``removed_uris`` those deleted.
+    ``changed_uris`` are the nodes written in this run, ``removed_uris`` those deleted;
+    ``vectorized`` counts, per model, the vectors stored while the files were parsed (see
+    ``contextfuse.kb.vectorizers``).
     """
 
     project: str
@@ -142,6 +145,7 @@ class IndexSession:
     removed_uris: frozenset[str]
     _db: Database
     _progress: ProgressCallback | None = None
+    vectorized: Mapping[str, int] = attrs.field(factory=dict)
     #: Vector checks known complete: nothing changed since a contributor last completed them.
     _complete: frozenset[str] = frozenset()
     #: Vector checks made in this run (marked complete when their contributor succeeds).
@@ -256,6 +260,7 @@ def build_index(
         try:
             run = _Run(root, index_dir, db, tokenizer, progress, max_file_size, workers)
             run.wanted_name = project
+            run.vectorizers = vectorizers_of(contributors)
             stats = run.execute(rebuild)
             stats.notes[:0] = lock_notes
             run.contribute(stats, contributors)
@@ -333,6 +338,8 @@ class _Run:
         self.changed: list[str] = []
         self.removed: list[str] = []
         self.written: list[str] = []  # paths parsed and written in this run
+        self.vectorizers: list[NodeVectorizer] = []  # the contributors' (see ``vectorizers``)
+        self.vectorized: Counter[str] = Counter()  # model -> vectors stored with the files
         self.notes: list[str] = []  # for the stats
         # True while no file was added or removed and every changed file kept its symbols:
         # then only the changed files' own edges need resolving again.
@@ -554,8 +561,7 @@ class _Run:
         if workers <= 1 or (
             automatic and (len(todo) < _PARALLEL_MIN_FILES or context.get_start_method() != "fork")
         ):
-            for item in todo:
-                yield process_file(self.root, self.project, item, self.max_file_size)
+            yield from self.here(todo)
             return
         try:  # workers count tokens too, if the tokenizer can travel to them
             tokenizer: Tokenizer | None = pickle.loads(pickle.dumps(self.tokenizer))
@@ -563,10 +569,16 @@ class _Run:
             tokenizer = None
         batches = iter([todo[i : i + _BATCH_FILES] for i in range(0, len(todo), _BATCH_FILES)])
         workers = min(workers, _MAX_WORKERS)
+        # Forked workers inherit them; spawned ones get pickled copies, where there are any.
+        forked = context.get_start_method() == "fork"
+        vectorizers = self.vectorizers if forked else picklable(self.vectorizers)
         done = 0
         try:
             with ProcessPoolExecutor(
-                workers, mp_context=context, initializer=worker_started, initargs=(os.getpid(),)
+                workers,
+                mp_context=context,
+                initializer=worker_started,
+                initargs=(os.getpid(), vectorizers),
             ) as pool:
                 queue: deque[Future[list[Outcome]]] = deque()
 
@@ -595,8 +607,19 @@ class _Run:
         except BrokenProcessPool as exc:
             # E.g. a script without ``if __name__ == "__main__":`` that spawned workers re-run.
             self.notes.append(f"worker processes stopped ({exc}); the rest was parsed here")
-        for item in todo[done:]:
-            yield process_file(self.root, self.project, item, self.max_file_size)
+        yield from self.here(todo[done:])
+
+    def here(self, todo: list[Todo]) -> Iterator[Outcome]:
+        """The outcome of each file of ``todo`` parsed in this process (tokens are counted
+        by ``count``), with the vectors of the contributors' vectorizers, a batch at a time."""
+        for start in range(0, len(todo), _BATCH_FILES):
+            yield from process_files(
+                self.root,
+                self.project,
+                todo[start : start + _BATCH_FILES],
+                self.max_file_size,
+                vectorizers=self.vectorizers,
+            )
 
     def write(
         self,
@@ -618,6 +641,7 @@ class _Run:
                 self.same_shape = False  # a new file, or symbols added, removed or retyped
             self.written.append(record.path)
         written = writer.insert(records, reuse={uri: found[0] for uri, found in freed.items()})
+        self.vectorized.update(writer.store_vectors(records))
         stats.files_parsed += len(records)
         stats.nodes_written += written
         self.changed.extend(d.uri for record in records for d in record.drafts)
@@ -654,6 +678,7 @@ class _Run:
             db=self.db,
             progress=self.progress,
             complete=complete,
+            vectorized=dict(self.vectorized),
         )
         vectors = session.backends.vector
         for contributor in contributors:

@@ -22,6 +22,7 @@ from contextfuse.kb.links import FileFacts, NodeKey, go_module, iter_edges
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.render import DEPTHS, NodeDraft, own_text
 from contextfuse.kb.terms import name_terms, parts_text, path_terms
+from contextfuse.kb.vector import VectorRow
 
 __all__ = ["FileRecord", "IndexWriter", "SearchRow", "fts_rows"]
 
@@ -50,6 +51,7 @@ class FileRecord:
     drafts: list[NodeDraft]
     search: list[SearchRow]  # one per draft
     token_counts: list[int] | None = None  # 4 per draft (depths 9, 4, 2, 0), when counted
+    vectors: list[VectorRow] | None = None  # its nodes' vectors, when computed with it
 
 
 def fts_rows(
@@ -244,6 +246,28 @@ class IndexWriter:
             search_rows,
         )
         return written
+
+    def store_vectors(self, records: Sequence[FileRecord]) -> dict[str, int]:
+        """Store the vectors computed with the records (``contextfuse.kb.vectorizers``);
+        returns how many were new, per model.
+
+        A vector already stored for the same content is kept: as
+        ``VectorBackend.missing`` would have it, a node's text is embedded once.
+        """
+        by_model: dict[str, list[VectorRow]] = {}
+        for record in records:
+            for row in record.vectors or ():
+                by_model.setdefault(row[0], []).append(row)
+        added: dict[str, int] = {}
+        for model, rows in by_model.items():
+            before = self.conn.total_changes
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO vectors (model, content_hash, scale, codes, vector)"
+                " VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            added[model] = self.conn.total_changes - before
+        return added
 
     def touch(self, updates: Iterable[tuple[int, int, str]]) -> None:
         """Record a new size and mtime for files whose content did not change."""
