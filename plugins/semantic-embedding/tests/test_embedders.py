@@ -199,6 +199,30 @@ def test_static_ids_are_the_tokenizers_own_for_plain_and_other_texts(
     assert static.tokenize(texts) == expected
 
 
+def test_static_ids_of_long_texts_beyond_ascii_are_the_tokenizers_own(
+    static: StaticEmbedder,
+) -> None:
+    # Long enough that only their first part gives the ids kept: prose, dense scripts, words
+    # the normaliser removes whole, and runs without a space to cut at.
+    from tokenizers import Tokenizer
+
+    reference = Tokenizer.from_file(str(static.model_dir / "tokenizer.json"))
+    reference.no_padding()
+    reference.enable_truncation(static.max_tokens)
+    texts = [
+        "Le café “déjà vu” — naïve résumé, façade. " * 120,
+        "Привет, мир! Это проверка токенизатора. " * 150,
+        "统一码字符集" * 900,
+        "accents\u0301 \u0301\u0301 \x00\x00 " * 400 + "la fin é " * 600,
+        "é" * 6000,
+        "mot " * 2540 + "é" + " z" * 600,
+        "\u3000".join(["ünïcode"] * 900),
+    ]
+    clipped = [text[: static.max_tokens * static.CHARS_PER_TOKEN_BUDGET] for text in texts]
+    expected = [e.ids for e in reference.encode_batch(clipped, add_special_tokens=False)]
+    assert static.tokenize(texts) == expected
+
+
 def test_static_rejects_a_bare_string(static: StaticEmbedder) -> None:
     with pytest.raises(TypeError, match="single str"):
         static.embed("not a list")
