@@ -203,7 +203,7 @@ def test_static_ids_of_long_texts_beyond_ascii_are_the_tokenizers_own(
     static: StaticEmbedder,
 ) -> None:
     # Long enough that only their first part gives the ids kept: prose, dense scripts, words
-    # the normaliser removes whole, and runs without a space to cut at.
+    # the normaliser removes whole, runs without a space to cut at, and plain ASCII.
     from tokenizers import Tokenizer
 
     reference = Tokenizer.from_file(str(static.model_dir / "tokenizer.json"))
@@ -217,6 +217,8 @@ def test_static_ids_of_long_texts_beyond_ascii_are_the_tokenizers_own(
         "é" * 6000,
         "mot " * 2540 + "é" + " z" * 600,
         "\u3000".join(["ünïcode"] * 900),
+        "def plain_ascii(code):\n    return code.upper()  # spaces far apart\n" * 120,
+        "a" * 2550 + " b" * 3000,
     ]
     clipped = [text[: static.max_tokens * static.CHARS_PER_TOKEN_BUDGET] for text in texts]
     expected = [e.ids for e in reference.encode_batch(clipped, add_special_tokens=False)]

@@ -391,7 +391,15 @@ class StaticEmbedder:
         return _NOT_PLAIN.search(text) is None and not any(a in text for a in self._added)
 
     def _plain_ids(self, text: str) -> list[int]:
-        """The tokenizer's ids for a plain text, truncated to ``max_tokens``, word by word."""
+        """The tokenizer's ids for a plain text, truncated to ``max_tokens``, word by word;
+        from the text's head first, as in :meth:`tokenize`."""
+        head = _head(text, self.max_tokens * _HEAD_CHARS_PER_TOKEN)
+        ids = self._word_by_word(head)
+        if len(ids) < self.max_tokens and len(head) < len(text):
+            return self._word_by_word(text)
+        return ids
+
+    def _word_by_word(self, text: str) -> list[int]:
         known = self._word_ids
         assert known is not None and self._tokenizer is not None
         if len(known) > _MAX_REMEMBERED_WORDS:
