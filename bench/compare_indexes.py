@@ -124,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     names, fts_names = tables(before), full_text_tables(before)
     print(f"{'table':<28} {'before':>10} {'after':>10}")
     same = names == tables(after) and fts_names == full_text_tables(after)
-    if not same:
-        print(f"the tables differ: {names} / {tables(after)}")
+    for name in sorted(set(names) ^ set(tables(after))):
+        print(f"{name:<28} only in {'before' if name in names else 'after'}")
+    names = [name for name in names if name in tables(after)]
     for conn in (before, after):
         conn.text_factory = bytes  # compare stored bytes, whatever their encoding
     for name in names:

@@ -32,8 +32,9 @@ class Letters:
     model = "letters"
     kinds = KINDS
 
-    def __init__(self, fail: str = "") -> None:
+    def __init__(self, fail: str = "", batch: int | None = None) -> None:
         self.fail = fail
+        self.batch = batch
 
     def vectors(self, nodes: Sequence[tuple[str, str]]) -> np.ndarray:
         if self.fail == "raise":
@@ -44,13 +45,15 @@ class Letters:
 
 
 class LetterContributor:
-    """Embeds what has no vector yet (the first node of each content), after the parse;
-    with ``vectorizer``, offers its vectorizer to the indexer."""
+    """Embeds what has no vector yet after the parse, ``batch`` nodes at a time in index
+    order, storing the last node of a batch for a content (no batch: the first node); with
+    ``vectorizer``, offers its vectorizer to the indexer."""
 
     name = "letters"
 
-    def __init__(self, *, vectorizer: Letters | None = None) -> None:
+    def __init__(self, *, vectorizer: Letters | None = None, batch: int | None = None) -> None:
         self._vectorizer = vectorizer
+        self.batch = batch
         self.embedded_after = 0
         self.vectorized: dict[str, int] = {}
 
@@ -59,17 +62,23 @@ class LetterContributor:
 
     def contribute(self, session: IndexSession) -> dict[str, int]:
         self.vectorized = dict(session.vectorized)
-        vector = session.backends.vector
-        first: dict[str, tuple[str, str]] = {}
-        for uri, digest, text in session.iter_node_texts(kinds=KINDS):
-            first.setdefault(digest, (uri, text))
-        missing = set(vector.missing("letters", {u: d for d, (u, _) in first.items()}))
-        todo = [(d, u, t) for d, (u, t) in first.items() if u in missing]
-        if todo:
-            matrix = np.stack([letters(u, t) for _, u, t in todo])
-            vector.upsert("letters", [u for _, u, _ in todo], [d for d, _, _ in todo], matrix)
-        self.embedded_after = len(todo)
-        return {"embedded": len(todo)}
+        if session.count_without_vectors("letters", KINDS) == 0:
+            return {"embedded": 0}
+        nodes = list(session.iter_node_texts(kinds=KINDS))
+        size = self.batch or len(nodes) or 1
+        for start in range(0, len(nodes), size):
+            window = nodes[start : start + size]
+            missing = set(session.backends.vector.missing("letters", {u: d for u, d, _ in window}))
+            chosen: dict[str, tuple[str, str]] = {}
+            for uri, digest, text in window:
+                if uri in missing and (self.batch or digest not in chosen):
+                    chosen[digest] = (uri, text)
+            if chosen:
+                matrix = np.stack([letters(u, t) for u, t in chosen.values()])
+                uris = [u for u, _ in chosen.values()]
+                session.backends.vector.upsert("letters", uris, list(chosen), matrix)
+            self.embedded_after += len(chosen)
+        return {"embedded": self.embedded_after}
 
 
 def stored_vectors(repo: Path) -> list[tuple[Any, ...]]:
@@ -79,26 +88,44 @@ def stored_vectors(repo: Path) -> list[tuple[Any, ...]]:
 
 @pytest.fixture
 def twins(repo: Path) -> Path:
-    """The sample repository with two files of the same content (one content hash)."""
-    (repo / "shop" / "twin_a.py").write_text("def twin():\n    return 'same'\n")
-    (repo / "shop" / "twin_b.py").write_text("def twin():\n    return 'same'\n")
+    """The sample repository with files and functions of the same content, whose nodes
+    get different vectors (their paths are embedded too)."""
+    for name in ("a", "b", "c", "d", "e"):
+        (repo / "shop" / f"twin_{name}.py").write_text(
+            "def twin():\n    return 'same'\n\n\ndef other():\n    return 'same'\n"
+        )
     return repo
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize(("workers", "batch"), [(1, None), (2, None), (2, 2), (1, 3), (2, 7)])
 def test_vectors_computed_while_parsing_equal_those_computed_after(
-    twins: Path, tmp_path: Path, build: Callable[..., Any], workers: int
+    twins: Path, build: Callable[..., Any], workers: int, batch: int | None
 ) -> None:
-    after = LetterContributor()
+    after = LetterContributor(batch=batch)
     build(twins, contributors=[after], workers=workers)
     expected = stored_vectors(twins)
-    (twins / DEFAULT_INDEX_DIR / DB_NAME).unlink()
-    parsing = LetterContributor(vectorizer=Letters())
+    parsing = LetterContributor(vectorizer=Letters(batch=batch), batch=batch)
     build(twins, contributors=[parsing], workers=workers, rebuild=True)
     assert stored_vectors(twins) == expected
     assert after.embedded_after == len(expected)
     assert parsing.embedded_after == 0  # all of them were stored with the files
     assert parsing.vectorized == {"letters": len(expected)}
+
+
+def test_a_refresh_after_incomplete_vectors_leaves_them_to_the_contributor(
+    repo: Path, build: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[LetterContributor(vectorizer=Letters("raise"))])
+    with closing(sqlite3.connect(repo / DEFAULT_INDEX_DIR / DB_NAME)) as conn, conn:
+        conn.execute(
+            "DELETE FROM vectors WHERE content_hash IN (SELECT content_hash FROM vectors LIMIT 3)"
+        )
+        conn.execute("DELETE FROM meta WHERE key LIKE 'vectors-complete:%'")
+    (repo / "shop" / "util.py").write_text("def changed():\n    return 'new'\n")
+    contributor = LetterContributor(vectorizer=Letters())
+    build(repo, contributors=[contributor])
+    assert contributor.vectorized == {}
+    assert contributor.embedded_after == 5  # the three deleted and the two changed nodes
 
 
 @pytest.mark.parametrize("fail", ["raise", "shape"])

@@ -57,7 +57,12 @@ from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.tiers import EVICTED
 from contextfuse.kb.tokens import count_renderings
 from contextfuse.kb.vector import SQLiteVectorBackend
-from contextfuse.kb.vectorizers import NodeVectorizer, picklable, vectorizers_of
+from contextfuse.kb.vectorizers import (
+    NodeVectorizer,
+    ParsedVectors,
+    picklable,
+    vectorizers_of,
+)
 from contextfuse.kb.vendored import is_vendored
 from contextfuse.kb.writer import FileRecord, IndexWriter
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
@@ -339,7 +344,8 @@ class _Run:
         self.removed: list[str] = []
         self.written: list[str] = []  # paths parsed and written in this run
         self.vectorizers: list[NodeVectorizer] = []  # the contributors' (see ``vectorizers``)
-        self.vectorized: Counter[str] = Counter()  # model -> vectors stored with the files
+        self.parsed = ParsedVectors(self.conn, [])  # their vectors, stored with the files
+        self.vectorized: Mapping[str, int] = {}  # model -> vectors stored with the files
         self.notes: list[str] = []  # for the stats
         # True while no file was added or removed and every changed file kept its symbols:
         # then only the changed files' own edges need resolving again.
@@ -476,8 +482,12 @@ class _Run:
             digest = previous.sha256 if previous is not None else None
             todo.append(Todo(candidate, language, resource_type, plan, digest))
         writer = IndexWriter(conn)
+        self.vectorizers = self.usable(self.vectorizers, empty=not old)
+        self.parsed = ParsedVectors(conn, self.vectorizers)
         with paused_gc():
             written = self.parse_files(writer, todo, old, skipped, kept, stats)
+        self.parsed.settle()
+        self.vectorized = self.parsed.added
         # Files gone from the repository, or skipped now, leave the index.
         gone = [o.id for path, o in old.items() if path not in kept and path not in written]
         if gone:
@@ -486,6 +496,16 @@ class _Run:
         stats.files_removed = len(gone)
         stats.files_unchanged = len(kept)
         writer.replace_skipped(skipped)
+
+    def usable(self, vectorizers: list[NodeVectorizer], empty: bool) -> list[NodeVectorizer]:
+        """The vectorizers whose vectors the parse may store: where the index has no node
+        yet, or had a vector for every node of the vectorizer's kinds after the last run (a
+        content whose vector is missing may belong to a node not parsed now, whose vector
+        the contributor's rule could pick: its ``contribute`` embeds those)."""
+        if empty:
+            return vectorizers
+        done = set(self.meta())
+        return [v for v in vectorizers if _vectors_key(v.model, v.kinds) in done]
 
     def parse_files(
         self,
@@ -641,7 +661,9 @@ class _Run:
                 self.same_shape = False  # a new file, or symbols added, removed or retyped
             self.written.append(record.path)
         written = writer.insert(records, reuse={uri: found[0] for uri, found in freed.items()})
-        self.vectorized.update(writer.store_vectors(records))
+        self.parsed.write(
+            [(writer.inserted[uri], row) for record in records for uri, row in record.vectors or ()]
+        )
         stats.files_parsed += len(records)
         stats.nodes_written += written
         self.changed.extend(d.uri for record in records for d in record.drafts)

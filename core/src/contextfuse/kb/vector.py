@@ -31,10 +31,12 @@ from contextfuse.kb.arrays import PackedStrings, load_arrays, pack_strings
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
 
-__all__ = ["SQLiteVectorBackend", "VectorRow", "encoded", "quantize"]
+__all__ = ["NodeVector", "SQLiteVectorBackend", "VectorRow", "encoded", "quantize"]
 
 #: A vector as stored: (model, content hash, scale, int8 codes, float16 components).
 VectorRow = tuple[str, str, float, bytes, bytes]
+#: A node's vector computed with its file: the node's URI and the row to store.
+NodeVector = tuple[str, VectorRow]
 
 _RESCORE = 4  # candidates rescored per hit asked for
 _SCAN_BLOCK = 2048  # rows converted to float32 at a time (a few hundred kB: cache-sized)

@@ -22,7 +22,7 @@ from contextfuse.kb.links import FileFacts, NodeKey, go_module, iter_edges
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.render import DEPTHS, NodeDraft, own_text
 from contextfuse.kb.terms import name_terms, parts_text, path_terms
-from contextfuse.kb.vector import VectorRow
+from contextfuse.kb.vector import NodeVector
 
 __all__ = ["FileRecord", "IndexWriter", "SearchRow", "fts_rows"]
 
@@ -51,7 +51,7 @@ class FileRecord:
     drafts: list[NodeDraft]
     search: list[SearchRow]  # one per draft
     token_counts: list[int] | None = None  # 4 per draft (depths 9, 4, 2, 0), when counted
-    vectors: list[VectorRow] | None = None  # its nodes' vectors, when computed with it
+    vectors: list[NodeVector] | None = None  # its nodes' vectors, when computed with it
 
 
 def fts_rows(
@@ -96,6 +96,7 @@ class IndexWriter:
         ).fetchall()
         self._next_node = int(row[0][0]) + 1
         self._next_file = int(row[1][0]) + 1
+        self.inserted: dict[str, int] = {}  # URI -> id of the nodes of the last insert
 
     def delete_files(self, file_ids: Sequence[int]) -> dict[str, tuple[int, str, str]]:
         """Remove files with everything derived from them.
@@ -158,6 +159,7 @@ class IndexWriter:
         A node whose URI is in ``reuse`` gets that id back (see :meth:`delete_files`).
         """
         reuse = reuse or {}
+        self.inserted = {}
         if records:
             generation.renew(self.conn)
         files_rows = []
@@ -192,7 +194,7 @@ class IndexWriter:
                 if not node_id:
                     node_id = self._next_node
                     self._next_node += 1
-                ids[draft.uri] = node_id
+                ids[draft.uri] = self.inserted[draft.uri] = node_id
                 parent = ids.get(draft.parent_uri) if draft.parent_uri else None
                 node_rows.append(
                     (
@@ -246,28 +248,6 @@ class IndexWriter:
             search_rows,
         )
         return written
-
-    def store_vectors(self, records: Sequence[FileRecord]) -> dict[str, int]:
-        """Store the vectors computed with the records (``contextfuse.kb.vectorizers``);
-        returns how many were new, per model.
-
-        A vector already stored for the same content is kept: as
-        ``VectorBackend.missing`` would have it, a node's text is embedded once.
-        """
-        by_model: dict[str, list[VectorRow]] = {}
-        for record in records:
-            for row in record.vectors or ():
-                by_model.setdefault(row[0], []).append(row)
-        added: dict[str, int] = {}
-        for model, rows in by_model.items():
-            before = self.conn.total_changes
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO vectors (model, content_hash, scale, codes, vector)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
-            added[model] = self.conn.total_changes - before
-        return added
 
     def touch(self, updates: Iterable[tuple[int, int, str]]) -> None:
         """Record a new size and mtime for files whose content did not change."""

@@ -61,6 +61,7 @@ class _Vectorizer:
     as they parse (``contextfuse.kb.vectorizers``)."""
 
     kinds = EMBEDDED_KINDS
+    batch = BATCH  # a content's vector is the one ``contribute`` would store
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
@@ -111,16 +112,13 @@ class SemanticIndexContributor:
 
         def flush() -> None:
             missing = vector.missing(model, {uri: digest for uri, (digest, _) in batch.items()})
-            # Nodes of the same content share a vector: the first node's (in index order, as
-            # the indexer's workers store it), whose path begins the embedded text.
-            first: dict[str, str] = {}
-            for uri in missing:
-                first.setdefault(batch[uri][0], uri)
-            if first:
-                uris = list(first.values())
-                texts = [_embedding_text(u, batch[u][1]) for u in uris]
-                vector.upsert(model, uris, list(first), self.embedder.embed(texts))
-            done["embedded"] += len(first)
+            if missing:
+                # Nodes of one content share a vector: the batch's last one is stored.
+                texts = [_embedding_text(u, batch[u][1]) for u in missing]
+                vector.upsert(
+                    model, missing, [batch[u][0] for u in missing], self.embedder.embed(texts)
+                )
+            done["embedded"] += len({batch[u][0] for u in missing})
             done["nodes"] += len(missing)
             total = expected if expected is not None else done["nodes"]
             session.progress("embedding", done["nodes"], max(total, done["nodes"]))
