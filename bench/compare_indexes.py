@@ -10,18 +10,26 @@ column, position) of ``fts5vocab(..., 'instance')`` and each node's token counts
 ``generation``) are left out; ``--ignore-mtime`` leaves out the files' and skipped files'
 mtimes (for two indexes of two copies of the same tree).
 
+With ``--repo`` and ``--query`` (repeatable), each query is also assembled from both
+indexes (``contextfuse assemble --format json``, budgets 8,000 and 27,000, the default
+strategies and semantic-embedding alone) and the payloads compared without what differs
+per call (payload and fragment ids, moments): the same index must give the same payload.
+
 Run::
 
     python bench/compare_indexes.py BEFORE/index.db AFTER/index.db [--ignore-mtime]
+        [--repo REPO --query TEXT ...]
 
-Prints one line per table and exits 1 when any differs.
+Prints one line per table (and per assembly) and exits 1 when any differs.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Iterator
 from itertools import zip_longest
@@ -113,12 +121,57 @@ def _short(row: object) -> str:
     return text if len(text) < 300 else text[:300] + "..."
 
 
+#: Fields of a payload that differ from call to call.
+_PER_CALL = frozenset({"payload_id", "fragment_id", "assembled_at", "created_at"})
+
+
+def payload(repo: Path, index: Path, query: str, options: list[str]) -> object:
+    """The JSON payload ``contextfuse assemble`` gives from ``index``, without its per-call
+    fields (the provenance map is keyed by fragment ids: its values are kept, in order)."""
+    done = subprocess.run(
+        ["contextfuse", "assemble", "--repo", str(repo), "--index-dir", str(index.parent),
+         "--no-refresh", "--no-daemon", "-q", "--format", "json", *options, query],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+
+    def strip(value: object) -> object:
+        if isinstance(value, dict):
+            if "provenance_map" in value:
+                value = {**value, "provenance_map": list(value["provenance_map"].values())}
+            return {k: strip(v) for k, v in value.items() if k not in _PER_CALL}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(json.loads(done.stdout))
+
+
+def compare_assemblies(repo: Path, before: Path, after: Path, queries: list[str]) -> bool:
+    """Assemble every query from both indexes; print one line each; True when all agree."""
+    same = True
+    for query in queries:
+        for budget in ("8000", "27000"):
+            for strategy in ([], ["--strategy", "semantic-embedding"]):
+                options = ["--budget", budget, *strategy]
+                a, b = (payload(repo, index, query, options) for index in (before, after))
+                agree = a == b
+                same &= agree
+                label = f"budget {budget} {strategy[-1] if strategy else 'default'}"
+                verdict = "same" if agree else "DIFFERENT"
+                print(f"assemble {label:<35} {verdict}  {query[:50]}")
+    return same
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("before", type=Path)
     parser.add_argument("after", type=Path)
     parser.add_argument("--ignore-mtime", action="store_true", help="leave out files' mtimes")
+    parser.add_argument("--repo", type=Path, help="the repository both indexes are of")
+    parser.add_argument("--query", action="append", default=[], help="assemble this from both")
     args = parser.parse_args(argv)
+    if args.query and args.repo is None:
+        parser.error("--query needs --repo")
     before = sqlite3.connect(f"file:{args.before}?mode=ro", uri=True)
     after = sqlite3.connect(f"file:{args.after}?mode=ro", uri=True)
     names, fts_names = tables(before), full_text_tables(before)
@@ -137,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         same &= compare(
             f"{name} (instances)", instances_of(before, name), instances_of(after, name)
         )
+    if args.query:
+        same &= compare_assemblies(args.repo, args.before, args.after, args.query)
     print("the indexes are the same" if same else "the indexes DIFFER")
     return 0 if same else 1
 
