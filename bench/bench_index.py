@@ -397,7 +397,9 @@ def cold_line(number: int, result: dict[str, Any]) -> str:
         f"cold #{number}     {seconds:7.2f} s (process {result['process_seconds']:.2f} s)  "
         f"CPU {result['cpu_main']:.1f}+{result['cpu_workers']:.1f} s  load "
         f"{result['load_before']:.2f} -> {result['load']:.2f}  bm25s {result['bm25s']:.2f} s "
-        f"(x{seconds / result['bm25s']:.2f})\n            phases (wall s): {phases}"
+        f"(x{seconds / result['bm25s']:.2f})  peak RSS {result['rss_tree_mb']:.0f} MB (main "
+        f"{result['rss_main_mb']:.0f}, largest worker {result['rss_worker_mb']:.0f})\n"
+        f"            phases (wall s): {phases}"
     )
 
 

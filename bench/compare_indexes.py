@@ -15,6 +15,9 @@ indexes (``contextfuse assemble --format json``, budgets 8,000 and 27,000, the d
 strategies and semantic-embedding alone) and the payloads compared without what differs
 per call (payload and fragment ids, moments): the same index must give the same payload.
 
+Compare fresh indexes: an assembly records the access tiers of what it read (``tiers``,
+with the moment), so the tables are compared before the assemblies.
+
 Run::
 
     python bench/compare_indexes.py BEFORE/index.db AFTER/index.db [--ignore-mtime]
