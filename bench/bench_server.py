@@ -9,21 +9,26 @@ sentences of the repository's docstrings (48 of them, sampled with a fixed seed)
 no two concurrent requests are alike. Prints requests/s, p50 and p95 latency, errors, and
 the CPU the service spent per request (all its processes, read from ``/proc``: Linux only).
 ``--against`` names the Python of another installation (say, main's) whose service answers
-every row too, right after this one's, on the same index and questions.
+every row too, right after this one's, on the same index and questions. ``--at-once``
+runs each row with each of these ``assemblies_at_once`` settings (default: the service's
+own default).
 
-References measured in the same run: one assembly at a time in this process (CPU seconds
-per request, and the throughput the machine's cores could give at that cost), and
-``GET /healthz`` with 30 clients on the one-worker service (the HTTP stack alone).
+References measured in the same run: one assembly at a time in a process of each
+installation (CPU milliseconds per request, the median of three passes over the questions,
+with the service's garbage-collector settings, and the throughput the machine's cores
+could give at this installation's cost), and ``GET /healthz`` with 30 clients on the
+one-worker service (the HTTP stack alone).
 
     python bench/bench_server.py
     python bench/bench_server.py --repo /path/to/repo --workers 1,2 --clients 1,30 --seconds 10
-    python bench/bench_server.py --against /path/to/main/.venv/bin/python
+    python bench/bench_server.py --against /path/to/main/.venv/bin/python --at-once 2,32
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import random
 import re
@@ -81,12 +86,15 @@ def questions(repo: Path, count: int = 48) -> list[str]:
     return found[:count] or ["how are requests dispatched to handlers"]
 
 
-def start(repo: Path, workers: int, python: str) -> tuple[subprocess.Popen[str], str]:
+def start(
+    repo: Path, workers: int, python: str, settings: Path | None
+) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
         [
             *(python, "-m", "contextfuse.cli.main", "serve", "--port", "0"),
             *("--project", f"bench={repo}", "--refresh-interval", "3600"),
             *("--workers", str(workers)),
+            *(("--config", str(settings)) if settings else ()),
         ],
         stderr=subprocess.PIPE,
         text=True,
@@ -167,17 +175,38 @@ def load(url: str, path: str, bodies: list[dict[str, object]] | None, clients: i
 
 
 def in_process(repo: Path, bodies: list[dict[str, object]]) -> float:
-    """CPU seconds per assembly, one at a time in this process (warm, after a first pass)."""
+    """CPU seconds per assembly, one at a time in this process: warm (after a first pass),
+    with the service's garbage-collector settings, the median of three passes."""
+    import gc
+
     from contextfuse.assembler import ContextAssembler
 
     with ContextAssembler(repo) as assembler:
-        assembler.refresh()
         for body in bodies[:8]:
-            assembler.assemble(str(body["query"]), int(str(body["budget"])))
-        started = time.process_time()
-        for body in bodies:
-            assembler.assemble(str(body["query"]), int(str(body["budget"])))
-        return (time.process_time() - started) / len(bodies)
+            assembler.assemble(str(body["query"]), int(str(body["budget"])), promote=False)
+        gc.set_threshold(100_000, 50, 100)  # as the service's processes
+        gc.freeze()
+        passes = []
+        for _ in range(3):
+            started = time.process_time()
+            for body in bodies:
+                assembler.assemble(str(body["query"]), int(str(body["budget"])), promote=False)
+            passes.append((time.process_time() - started) / len(bodies))
+        return sorted(passes)[1]
+
+
+def in_process_of(python: str, repo: Path, bodies: list[dict[str, object]]) -> float:
+    """:func:`in_process` in a fresh process of another installation's ``python``."""
+    script = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import bench_server; "
+        "print(bench_server.in_process(__import__('pathlib').Path(sys.argv[2]), "
+        "json.loads(sys.stdin.read())))"
+    )
+    done = subprocess.run(
+        [python, "-c", script, str(Path(__file__).parent), str(repo)],
+        input=json.dumps(bodies), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return float(done.stdout.split()[-1])
 
 
 def main() -> None:
@@ -193,10 +222,16 @@ def main() -> None:
         help="the Python of another installation: its service runs each row too, right "
         "after this one's (same index, same questions)",
     )
+    parser.add_argument(
+        "--at-once",
+        default="",
+        help="assemblies_at_once settings to run each row with (default: the service's)",
+    )
     args = parser.parse_args()
     source = args.repo or flask_sdist()
     worker_counts = [int(n) for n in args.workers.split(",")]
     client_counts = [int(n) for n in args.clients.split(",")]
+    at_once = [int(n) for n in args.at_once.split(",") if n]
     codes = {"this": sys.executable, **({"against": args.against} if args.against else {})}
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,25 +244,38 @@ def main() -> None:
         cores = os.cpu_count() or 1
         rows = []
         healthz: dict[str, float] = {}
-        cpu = None
+        cpu: dict[str, float] = {}
+        settings: dict[int | None, Path | None] = {None: None}
+        if at_once:
+            settings = {n: Path(tmp) / f"at-once-{n}.toml" for n in at_once}
+            for n, path in settings.items():
+                assert path is not None
+                path.write_text(f"[server]\nassemblies_at_once = {n}\n")
         for workers in worker_counts:
-            for code, python in codes.items():
-                process, url = start(repo, workers, python)
-                try:
-                    load(url, "/v1/assemble", bodies, max(client_counts), 3.0)  # warm workers
-                    if code not in healthz:
-                        healthz[code] = load(url, "/healthz", None, 30, min(5.0, args.seconds))[0]
-                    for clients in client_counts:
-                        spent = tree_cpu(process.pid)
-                        rate, latencies, errors = load(
-                            url, "/v1/assemble", bodies, clients, args.seconds
+            for turns, config in settings.items():
+                for code, python in codes.items():
+                    process, url = start(repo, workers, python, config)
+                    try:
+                        load(url, "/v1/assemble", bodies, max(client_counts), 3.0)  # warm up
+                        if code not in healthz:
+                            healthz[code] = load(url, "/healthz", None, 30, 5.0)[0]
+                        for clients in client_counts:
+                            spent = tree_cpu(process.pid)
+                            rate, latencies, errors = load(
+                                url, "/v1/assemble", bodies, clients, args.seconds
+                            )
+                            spent = (tree_cpu(process.pid) - spent) / max(1, len(latencies))
+                            rows.append(
+                                (code, workers, turns, clients, rate, latencies, errors, spent)
+                            )
+                    finally:
+                        stop(process)
+                    if code not in cpu:  # the index exists now: the reference on it
+                        cpu[code] = (
+                            in_process(repo, bodies)
+                            if python == sys.executable
+                            else in_process_of(python, repo, bodies)
                         )
-                        spent = (tree_cpu(process.pid) - spent) / max(1, len(latencies))
-                        rows.append((code, workers, clients, rate, latencies, errors, spent))
-                finally:
-                    stop(process)
-            if cpu is None:  # the index exists now: measure the reference on it
-                cpu = in_process(repo, bodies)
 
     files = sum(1 for p in source.rglob("*") if p.is_file())
     print(
@@ -235,20 +283,23 @@ def main() -> None:
         f"{len(asked)} distinct questions, {args.seconds:.0f} s per row, {cores} cores, "
         f"load {os.getloadavg()[0]:.2f}"
     )
-    assert cpu is not None and healthz
-    ideal = cores / cpu
+    assert cpu and healthz
+    ideal = cores / cpu["this"]
     print(
-        f"reference: one assembly in-process {cpu * 1000:.0f} ms CPU (ideal {ideal:.1f} "
-        f"requests/s on {cores} cores); GET /healthz, 30 clients, one worker: "
+        "reference: one assembly in-process "
+        + ", ".join(f"{seconds * 1000:.1f} ms CPU ({code})" for code, seconds in cpu.items())
+        + (f", ratio {cpu['this'] / cpu['against']:.2f}" if "against" in cpu else "")
+        + f" (ideal {ideal:.1f} requests/s on {cores} cores at this one's); "
+        "GET /healthz, 30 clients, one worker: "
         + ", ".join(f"{rate:.0f} requests/s ({code})" for code, rate in healthz.items())
     )
     print(
-        "code     workers  clients  requests/s  p50 ms  p95 ms  errors  share of ideal"
+        "code     workers  at once  clients  requests/s  p50 ms  p95 ms  errors  share of ideal"
         "  CPU ms/request"
     )
-    for code, workers, clients, rate, latencies, errors, spent in rows:
+    for code, workers, turns, clients, rate, latencies, errors, spent in rows:
         print(
-            f"{code:7s}  {workers:7d}  {clients:7d}  {rate:10.1f}"
+            f"{code:7s}  {workers:7d}  {turns or 'default':>7}  {clients:7d}  {rate:10.1f}"
             f"  {percentile(latencies, 0.5) * 1000:6.0f}"
             f"  {percentile(latencies, 0.95) * 1000:6.0f}  {errors:6d}  {rate / ideal:14.2f}"
             f"  {spent * 1000:14.1f}"

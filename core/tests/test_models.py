@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from contextfuse import (
@@ -127,6 +130,27 @@ def test_ids_made_by_concurrent_threads_are_distinct_and_ascend_in_each_thread()
         thread.join()
     assert all(ids == sorted(ids) for ids in made)
     assert len({value for ids in made for value in ids}) == 8 * 2000
+
+
+@given(st.integers(min_value=0, max_value=2**80 - 1))
+def test_the_random_part_of_an_id_is_its_80_bits_in_crockford_base32(value):
+    from contextfuse.models import _random_digits
+
+    to_crockford = bytes.maketrans(
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+    )
+    expected = base64.b32encode(value.to_bytes(10, "big")).translate(to_crockford).decode()
+    assert _random_digits(value) == expected
+
+
+def test_ids_made_one_after_another_have_consecutive_random_parts():
+    from ulid import ULID
+
+    from contextfuse.models import new_ulid
+
+    ids = [new_ulid() for _ in range(3000)]
+    randoms = [int.from_bytes(ULID.from_str(value).bytes[6:], "big") for value in ids]
+    assert randoms == list(range(randoms[0], randoms[0] + len(ids)))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
@@ -321,3 +345,111 @@ def test_strategy_result_orders_fragments_by_relevance_then_node():
         "project://p/a.py",
     ]
     assert result.tokens_used == 3 and result.total_fragments == 3
+
+
+# ---- build_fragment: the renderer's fragments, built without validation where it can -------
+
+BUILT = {
+    "uko_node": "project://p/a.py#f",
+    "content": "def f():\n    return 1\n",
+    "detail_depth": 9,
+    "token_count": 9,
+    "relevance_score": 0.75,
+    "resource_uri": "project://p/a.py",
+    "location": "L1-L2",
+    "resource_type": "code",
+    "tier": "hot",
+    "metadata": {"strategy": "arce", "role": "candidate"},
+    "created_at": datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc),
+}
+
+
+def validated(fields):
+    fields = dict(fields)
+    provenance = FragmentProvenance(
+        resource_uri=fields.pop("resource_uri"),
+        location=fields.pop("location"),
+        resource_type=fields.pop("resource_type"),
+    )
+    if fields.get("created_at") is None:
+        fields.pop("created_at", None)
+    return ContextFragment(provenance=provenance, **fields)
+
+
+@pytest.mark.parametrize("created_at", [BUILT["created_at"], None])
+def test_a_built_fragment_equals_the_validated_one(created_at):
+    from contextfuse.models import build_fragment
+
+    fields = {**BUILT, "created_at": created_at}
+    built, checked = build_fragment(**fields), validated(fields)
+    same = {"fragment_id": built.fragment_id, "created_at": built.created_at}
+    assert built == checked.model_copy(update=same)
+    assert built.model_fields_set == checked.model_fields_set
+    assert built.provenance.model_fields_set == checked.provenance.model_fields_set
+    assert ContextFragment.model_validate_json(built.model_dump_json()) == built
+
+
+def test_a_built_fragment_has_a_fresh_ulid_and_a_utc_time_of_its_own():
+    from ulid import ULID
+
+    from contextfuse.models import build_fragment
+
+    one, two = build_fragment(**{**BUILT, "created_at": None}), build_fragment(**BUILT)
+    assert one.fragment_id < two.fragment_id
+    assert str(ULID.from_str(one.fragment_id)) == one.fragment_id
+    assert one.created_at.tzinfo is timezone.utc
+
+
+def test_a_built_fragment_keeps_no_reference_to_the_callers_metadata():
+    from contextfuse.models import build_fragment
+
+    metadata = {"role": "candidate"}
+    built = build_fragment(**{**BUILT, "metadata": metadata})
+    metadata["role"] = "changed"
+    assert built.metadata == {"role": "candidate"}
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("uko_node", ""),
+        ("content", "x" * (MAX_CONTENT_CHARS + 1)),
+        ("detail_depth", 10),
+        ("detail_depth", -1),
+        ("token_count", -1),
+        ("token_count", "many"),
+        ("relevance_score", 1.5),
+        ("relevance_score", float("nan")),
+        ("resource_uri", ""),
+        ("tier", "lukewarm"),
+        ("metadata", {f"k{i}": "v" for i in range(MAX_METADATA_ENTRIES + 1)}),
+        ("metadata", {"count": 3}),
+        ("created_at", datetime(2024, 5, 1, 12, 0)),
+    ],
+)
+def test_a_value_outside_the_model_is_rejected_when_built_as_when_validated(field, value):
+    from contextfuse.models import build_fragment
+
+    fields = {**BUILT, field: value}
+    with pytest.raises(ValidationError):
+        validated(fields)
+    with pytest.raises(ValidationError):
+        build_fragment(**fields)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("detail_depth", 4.0),
+        ("relevance_score", 1),
+        ("token_count", True),
+        ("created_at", datetime(2024, 5, 1, 14, 0, tzinfo=timezone(timedelta(hours=2)))),
+    ],
+)
+def test_a_value_validation_converts_is_converted_when_built_too(field, value):
+    from contextfuse.models import build_fragment
+
+    fields = {**BUILT, field: value}
+    built, checked = build_fragment(**fields), validated(fields)
+    assert getattr(built, field) == getattr(checked, field)
+    assert type(getattr(built, field)) is type(getattr(checked, field))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contextfuse.backends import Node
 from contextfuse.node_scoring import ranking_of
@@ -82,6 +84,38 @@ def test_each_candidate_says_the_rank_each_signal_gave_it() -> None:
     )
     assert [r.uri for r in ranked] == ["project://p/b.py", "project://p/a.py#f"]
     assert ranked[1].signals == {"text": 2}
+
+
+def test_a_candidate_listed_twice_in_a_list_has_its_first_rank_there() -> None:
+    ranked = ranking_of(
+        {"u": 1.0, "v": 0.5},
+        {"graph": ["v", "u", "v"], "text": ["u", "w", "u"]},
+    )
+    assert [(r.uri, list(r.signals.items())) for r in ranked] == [
+        ("u", [("graph", 2), ("text", 1)]),
+        ("v", [("graph", 1)]),
+    ]
+
+
+_URIS = st.sampled_from([f"project://p/m{i}.py" for i in range(8)])
+
+
+@given(
+    st.dictionaries(_URIS, st.floats(0.0, 1.0)),
+    st.dictionaries(st.sampled_from(["text", "vector", "graph"]), st.lists(_URIS, max_size=12)),
+)
+def test_candidates_carry_every_lists_first_rank_in_the_lists_order(
+    scores: dict[str, float], lists: dict[str, list[str]]
+) -> None:
+    ranked = ranking_of(scores, lists)
+    assert [r.uri for r in ranked] == sorted(scores, key=lambda u: (-scores[u], u))
+    for candidate in ranked:
+        expected = [
+            (name, ranking.index(candidate.uri) + 1)
+            for name, ranking in lists.items()
+            if candidate.uri in ranking
+        ]
+        assert list(candidate.signals.items()) == expected
 
 
 @pytest.mark.parametrize(

@@ -62,3 +62,47 @@ def test_a_process_counts_its_first_texts_without_building_tiktoken(tmp_path: Pa
     assert _load_encoding.cache_info().currsize == 1
     _quick_encoding.cache_clear()
     _load_encoding.cache_clear()
+
+
+def _true_count(text: str) -> int:
+    return len(tiktoken.get_encoding("cl100k_base").encode_ordinary(text))
+
+
+TEXTS = [f"- src/pkg/module_{i}.py [full]: helper_{i} [sig]" for i in range(20)]
+
+
+@pytest.mark.parametrize("built", [False, True], ids=["quick encoder", "tiktoken"])
+def test_counts_given_from_memory_are_the_counts_of_the_text(built: bool) -> None:
+    from contextfuse.tokenizer import TiktokenTokenizer
+
+    tokenizer = TiktokenTokenizer()
+    if built:
+        tokenizer.count("x" * 2_100_000)  # past the quick encoder's share
+    first = tokenizer.count_many(TEXTS[:12])  # 12: tiktoken counts them as a batch
+    mixed = tokenizer.count_many([*TEXTS[6:], "", SAMPLE])  # some remembered, some not
+    again = [tokenizer.count(t) for t in TEXTS]
+    assert first == [_true_count(t) for t in TEXTS[:12]]
+    assert mixed == [_true_count(t) for t in [*TEXTS[6:], "", SAMPLE]]
+    assert again == [_true_count(t) for t in TEXTS]
+
+
+def test_a_remembered_text_is_not_encoded_again() -> None:
+    from contextfuse.tokenizer import TiktokenTokenizer
+
+    tokenizer = TiktokenTokenizer()
+    tokenizer.count_many(TEXTS)
+    tokenizer._counter = None  # type: ignore[assignment,method-assign]  # encoding would fail
+    assert tokenizer.count_many(TEXTS) == [_true_count(t) for t in TEXTS]
+    assert tokenizer.count(TEXTS[3]) == _true_count(TEXTS[3])
+
+
+def test_the_texts_remembered_are_bounded_in_number_and_length() -> None:
+    from contextfuse.tokenizer import _REMEMBERED, _REMEMBERED_CHARS, TiktokenTokenizer
+
+    tokenizer = TiktokenTokenizer()
+    for i in range(_REMEMBERED + 10):
+        tokenizer.count(f"line {i}")
+    long = "word " * _REMEMBERED_CHARS
+    assert tokenizer.count(long) == _true_count(long)
+    assert 0 < len(tokenizer._known) <= _REMEMBERED
+    assert long not in tokenizer._known

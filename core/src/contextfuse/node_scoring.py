@@ -21,19 +21,18 @@ def ranking_of(
     scores: Mapping[str, float], lists: Mapping[str, Sequence[str]] | None = None
 ) -> list[Ranked]:
     """Candidates best first (score desc, then URI), each with its rank in every list."""
-    positions = {
-        name: {uri: rank for rank, uri in reversed(list(enumerate(ranking, start=1)))}
-        for name, ranking in (lists or {}).items()
-    }
+    # Each URI's first rank in each list, the lists in their order: one pass over the lists
+    # rather than a look-up in every list for every candidate.
+    found: dict[str, dict[str, int]] = {}
+    for name, ranking in (lists or {}).items():
+        first = dict(zip(reversed(ranking), range(len(ranking), 0, -1), strict=True))
+        for uri, rank in first.items():
+            if uri in found:
+                found[uri][name] = rank
+            else:
+                found[uri] = {name: rank}
     ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    return [
-        Ranked(
-            uri,
-            score,
-            {name: found[uri] for name, found in positions.items() if uri in found},
-        )
-        for uri, score in ordered
-    ]
+    return [Ranked(uri, score, found.get(uri)) for uri, score in ordered]
 
 
 class NodeScoringStrategy:

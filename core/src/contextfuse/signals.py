@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 import attrs
 
@@ -44,6 +45,7 @@ _ASKS_DOCS = re.compile(
 _PROSE = frozenset({"documentation", "text"})
 
 
+@lru_cache(maxsize=65_536)  # a ranking asks about each of hundreds of nodes' paths
 def is_test_path(path: str) -> bool:
     """True when ``path`` (repository-relative, ``/``-separated) looks like test code."""
     parts = path.split("/")

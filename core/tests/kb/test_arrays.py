@@ -122,6 +122,25 @@ def test_open_backends_see_an_edit_at_once(
     assert len(array_files(repo)) == 2  # the previous generation's files are gone
 
 
+def test_open_backends_see_a_files_new_children_at_once(
+    repo: Path,
+    built: Callable[[], Any],
+    opened: Callable[..., BackendSet],
+    write: Callable[..., Any],
+) -> None:
+    kb = opened(repo)  # held open across the change, as a server holds it
+    before = [node.name for node in kb.nodes.children(U + "shop/util.py")]
+    kb.nodes.children(U + "shop/util.py").clear()  # a caller's list is its own
+    write(
+        repo, {"shop/util.py": "def slugify(text):\n    return text\n\n\ndef added():\n    pass\n"}
+    )
+    built()
+    after = [node.name for node in kb.nodes.children(U + "shop/util.py")]
+    assert before and "added" not in before
+    assert after == ["slugify", "added"]
+    assert after == [node.name for node in opened(repo).nodes.children(U + "shop/util.py")]
+
+
 def test_a_damaged_array_file_is_rebuilt(
     repo: Path, built: Callable[[], Any], opened: Callable[..., BackendSet]
 ) -> None:
@@ -138,6 +157,23 @@ def test_packed_strings_read_back_every_string() -> None:
     assert list(strings) == values
     assert strings[-1] == values[-1]
     assert len(strings) == len(values)
+
+
+def test_packed_strings_take_the_strings_at_the_indices_given() -> None:
+    values = ["project://a/b.py", "", "project://ü/ß#名前", "x" * 1000, "last"]
+    packed = pack_strings(values)
+    strings = PackedStrings(packed["data"], packed["ends"])
+    wanted = [4, 0, 2, 2, -1, -5, 1, 3]
+    assert strings.take(wanted) == [values[i] for i in wanted]
+    assert strings.take(np.array([3, 0], dtype=np.int64)) == [values[3], values[0]]
+    assert strings.take([]) == []
+
+
+@pytest.mark.parametrize("index", [5, -6])
+def test_packed_strings_refuse_to_take_an_index_out_of_range(index: int) -> None:
+    packed = pack_strings(["a", "b", "c", "d", "e"])
+    with pytest.raises(IndexError):
+        PackedStrings(packed["data"], packed["ends"]).take([0, index])
 
 
 def test_a_renamed_project_maps_arrays_of_its_new_uris(

@@ -257,9 +257,17 @@ def test_the_preamble_room_is_reserved_before_packing(new_repo, write, build, op
     assert payload.explanation["dropped_by_overage_guard"] == 0
 
 
-def test_code_concentrates_in_the_file_with_the_most_evidence(
-    new_repo, write, build, opened
-) -> None:
+_SHOP = "project://sel/shop"
+
+
+def _cart_and_pricing(
+    new_repo: Callable[..., Any],
+    write: Callable[..., Any],
+    build: Callable[..., Any],
+    opened: Callable[..., Any],
+) -> tuple[Any, dict[str, float], int]:
+    """Three methods of one class in one file, one better function in another; the budget
+    holds the largest of them at full source and little else."""
     cart = "".join(
         f"    def step_{i}(self, value):\n        return value + {i}\n\n" for i in range(3)
     )
@@ -273,24 +281,56 @@ def test_code_concentrates_in_the_file_with_the_most_evidence(
             "shop/pricing.py": "def round_price(value):\n    return round(value, 2)\n",
         },
     )
-    prefix = "project://sel/shop"
     scores = {
-        f"{prefix}/cart.py#Cart.step_0": 0.9,
-        f"{prefix}/cart.py#Cart.step_1": 0.8,
-        f"{prefix}/cart.py#Cart.step_2": 0.7,
-        f"{prefix}/pricing.py#round_price": 1.0,
+        f"{_SHOP}/cart.py#Cart.step_0": 0.9,
+        f"{_SHOP}/cart.py#Cart.step_1": 0.8,
+        f"{_SHOP}/cart.py#Cart.step_2": 0.7,
+        f"{_SHOP}/pricing.py#round_price": 1.0,
     }
     room = max(f.token_count for f in _pack(kb, scores, 4000) if f.detail_depth == 9)
+    return kb, scores, room
+
+
+def test_code_concentrates_in_the_file_with_the_most_evidence(
+    new_repo, write, build, opened
+) -> None:
+    kb, scores, room = _cart_and_pricing(new_repo, write, build, opened)
+    prefix = _SHOP
 
     def full_source(weight: float) -> set[str]:
         policy = PackingPolicy(
-            map_share=0.0, max_piece_share=1.0, file_evidence_weight=weight, spend_target=0.0
+            map_share=0.0,
+            max_piece_share=1.0,
+            file_evidence_weight=weight,
+            file_evidence_full_at=0,
+            spend_target=0.0,
         )
         return {f.uko_node for f in _pack(kb, scores, room, policy) if f.detail_depth == 9}
 
     assert f"{prefix}/cart.py#Cart.step_0" in full_source(0.5)
     assert f"{prefix}/pricing.py#round_price" not in full_source(0.5)
     assert f"{prefix}/pricing.py#round_price" in full_source(0.0)
+
+
+def test_a_files_evidence_counts_less_at_a_budget_below_file_evidence_full_at(
+    new_repo, write, build, opened
+) -> None:
+    kb, scores, room = _cart_and_pricing(new_repo, write, build, opened)
+    prefix = _SHOP
+
+    def full_source(full_at: int) -> set[str]:
+        policy = PackingPolicy(
+            map_share=0.0,
+            max_piece_share=1.0,
+            file_evidence_full_at=full_at,
+            spend_target=0.0,
+        )
+        return {f.uko_node for f in _pack(kb, scores, room, policy) if f.detail_depth == 9}
+
+    # At a budget of file_evidence_full_at the cart's evidence counts in full; at a
+    # hundredth of it, the best node of the other file comes first.
+    assert f"{prefix}/pricing.py#round_price" not in full_source(room)
+    assert f"{prefix}/pricing.py#round_price" in full_source(100 * room)
 
 
 def test_a_large_budget_is_spent_by_whole_files_when_the_candidates_run_out(

@@ -252,6 +252,59 @@ def test_search_scores_and_order_are_the_float32_cosines(
     assert all(h.score == pytest.approx(exact[h.uri], abs=1e-3) for h in hits)
 
 
+def _exact_best(vectors: dict[str, np.ndarray], query: np.ndarray, count: int) -> list[str]:
+    exact = {uri: float(row @ query) for uri, row in vectors.items()}
+    return sorted(exact, key=lambda u: -exact[u])[:count]
+
+
+def test_a_repeated_search_finds_what_the_first_found(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[SpikyEmbedder()])
+    vector = opened(repo).vector
+    query = np.random.default_rng(8).normal(0.0, 1.0, 256).astype(np.float32)
+    first = vector.search("spiky", query, limit=5)
+    assert vector.search("spiky", query, limit=5) == first
+    assert vector.search("spiky", query, limit=3) == first[:3]
+
+
+def test_vectors_too_many_to_keep_are_read_for_each_search_with_the_same_result(
+    repo: Path,
+    build: Callable[..., Any],
+    opened: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from contextfuse.kb import vector as vector_module
+
+    build(repo, contributors=[SpikyEmbedder()])
+    query = np.random.default_rng(8).normal(0.0, 1.0, 256).astype(np.float32)
+    kept = opened(repo).vector.search("spiky", query, limit=5)
+    monkeypatch.setattr(vector_module, "_HALVES_KEPT", 0)
+    unkept = opened(repo).vector
+    assert unkept._codes("spiky").halves is None
+    assert unkept.search("spiky", query, limit=5) == kept
+    assert unkept.search("spiky", query, limit=5) == kept
+
+
+def test_a_search_rescores_with_vectors_written_after_the_last_search(
+    repo: Path, build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    build(repo, contributors=[SpikyEmbedder()])
+    reader = opened(repo).vector
+    query = np.random.default_rng(8).normal(0.0, 1.0, 256).astype(np.float32)
+    query /= np.linalg.norm(query)
+    reader.search("spiky", query, limit=5)  # keeps the float16 vectors it read
+    writer = opened(repo).vector  # another connection, as another process would write
+    stored = writer._codes("spiky")
+    uris, hashes = list(stored.uris), list(stored.hashes)
+    fresh = np.random.default_rng(9).normal(0.0, 1.0, (len(uris), 256)).astype(np.float32)
+    writer.upsert("spiky", uris, hashes, fresh)
+    unit = dict(zip(hashes, fresh / np.linalg.norm(fresh, axis=1, keepdims=True), strict=True))
+    hits = reader.search("spiky", query, limit=5)
+    expected = _exact_best({u: unit[h] for u, h in zip(uris, hashes, strict=True)}, query, 5)
+    assert [h.uri for h in hits] == expected
+
+
 def test_vectors_are_stored_as_int8_codes_and_float16(
     repo: Path, build: Callable[..., Any]
 ) -> None:

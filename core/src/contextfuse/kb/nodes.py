@@ -73,11 +73,13 @@ class _Source:
 class _Generation:
     """Nodes and renderings read from one generation of the index."""
 
-    __slots__ = ("key", "nodes", "renderings", "size")
+    __slots__ = ("children", "children_size", "key", "nodes", "renderings", "size")
 
     def __init__(self, key: str) -> None:
         self.key = key
         self.nodes: dict[str, Node | None] = {}  # None: no such node
+        self.children: dict[str, tuple[Node, ...]] = {}  # parent URI -> its children
+        self.children_size = 0  # nodes held in ``children``
         self.renderings: dict[tuple[str, Any, Any], dict[int, Rendering]] = {}
         self.size = 0  # characters of the renderings held
 
@@ -87,8 +89,8 @@ class _Memo:
 
     A service answers many requests about one index: most of their candidates are nodes an
     earlier request read. Shared by the threads (each entry is complete before it is added),
-    bounded (emptied past :data:`_MEMO_NODES` nodes or :data:`_MEMO_CHARS` characters of
-    renderings), and emptied when the index's generation changes.
+    bounded (emptied past :data:`_MEMO_NODES` nodes, of each kind, or :data:`_MEMO_CHARS`
+    characters of renderings), and emptied when the index's generation changes.
     """
 
     def __init__(self) -> None:
@@ -105,6 +107,13 @@ class _Memo:
         if len(memo.nodes) + len(found) > _MEMO_NODES:
             memo.nodes.clear()
         memo.nodes.update(found)
+
+    def add_children(self, memo: _Generation, parent: str, children: tuple[Node, ...]) -> None:
+        if memo.children_size + len(children) + 1 > _MEMO_NODES:
+            memo.children.clear()
+            memo.children_size = 0
+        memo.children[parent] = children
+        memo.children_size += len(children) + 1  # an empty list counts too
 
     def add_renderings(
         self, memo: _Generation, found: dict[tuple[str, Any, Any], dict[int, Rendering]]
@@ -246,11 +255,18 @@ class SQLiteNodeStore:
 
     def children(self, uri: str) -> list[Node]:
         """Nodes directly contained in ``uri`` (a file's top-level symbols, a class's methods)."""
-        rows = self._db.read(
-            f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE p.uri = ? ORDER BY n.line_start, n.id",
-            (uri,),
-        )
-        return [_node(row) for row in rows]
+        with self._db.snapshot() as conn:
+            memo = self._memo.of(generation.cache_key(conn))
+            known = memo.children.get(uri)
+            if known is None:
+                rows = conn.execute(
+                    f"SELECT {_NODE_COLUMNS} FROM {_NODE_FROM} WHERE p.uri = ? "
+                    "ORDER BY n.line_start, n.id",
+                    (uri,),
+                ).fetchall()
+                known = tuple(_node(row) for row in rows)
+                self._memo.add_children(memo, uri, known)
+        return list(known)
 
     def files(self) -> list[Node]:
         """Every file node, ordered by path."""

@@ -39,18 +39,32 @@ VectorRow = tuple[str, str, float, bytes, bytes]
 NodeVector = tuple[str, VectorRow]
 
 _RESCORE = 4  # candidates rescored per hit asked for
+#: Bytes of float16 vectors a backend keeps between searches, at most (a service's requests
+#: rescore many of the same nodes; reading them again was half a search's time). An index
+#: with more has its candidates' vectors read for each search.
+_HALVES_KEPT = 16 * 1024 * 1024
+_UNREAD, _READ, _ABSENT = 0, 1, 2
 _SCAN_BLOCK = 2048  # rows converted to float32 at a time (a few hundred kB: cache-sized)
 _CODE_MAX = 127
+
+
+@attrs.frozen
+class _Halves:
+    """The float16 vectors of the rows of :class:`_Codes`, read as searches rescore them."""
+
+    vectors: npt.NDArray[np.float16]  # (nodes, dimensions)
+    state: npt.NDArray[np.int8]  # per row: _UNREAD, _READ or _ABSENT (no vector stored)
 
 
 @attrs.frozen
 class _Codes:
     """The int8 codes of one model's vectors for the current nodes, in node order."""
 
-    uris: Sequence[str]
-    hashes: Sequence[str]
+    uris: PackedStrings
+    hashes: PackedStrings
     codes: npt.NDArray[np.int8]  # (nodes, dimensions)
     scales: npt.NDArray[np.float32]  # (nodes,): code * scale = component
+    halves: _Halves | None  # None: too many nodes to keep their float16 vectors
 
 
 def quantize(
@@ -127,11 +141,14 @@ class SQLiteVectorBackend:
         count = min(limit, len(stored.uris))
         pool = min(len(stored.uris), count * _RESCORE)
         candidates = np.argpartition(-approximate, pool - 1)[:pool]
-        scores = self._rescore(model, [stored.hashes[i] for i in candidates], query)
+        scores = self._rescore(model, stored, candidates, query)
         scores = np.where(np.isnan(scores), approximate[candidates], scores)
         # Best first; equal scores in node order, so that a search is reproducible.
         order = np.lexsort((candidates, -scores))[:count]
-        return [SearchHit(stored.uris[candidates[i]], float(scores[i])) for i in order]
+        uris = stored.uris.take(candidates[order])
+        return [
+            SearchHit(uri, score) for uri, score in zip(uris, scores[order].tolist(), strict=True)
+        ]
 
     def missing(self, model: str, items: Mapping[str, str]) -> list[str]:
         """Of ``{uri: content_hash}``, the URIs with no vector cached for that hash."""
@@ -198,9 +215,42 @@ class SQLiteVectorBackend:
             self._cache.clear()
 
     def _rescore(
-        self, model: str, hashes: list[str], query: npt.NDArray[np.float32]
+        self,
+        model: str,
+        stored: _Codes,
+        candidates: npt.NDArray[np.intp],
+        query: npt.NDArray[np.float32],
     ) -> npt.NDArray[np.float64]:
-        """Cosine of each candidate from its float16 vector (NaN where it is gone)."""
+        """Cosine of each candidate (a row of ``stored``) from its float16 vector (NaN where
+        it is gone)."""
+        halves = stored.halves
+        if halves is None:
+            hashes = stored.hashes.take(candidates)
+            found = self._read_halves(model, hashes)
+            scores = np.full(len(hashes), np.nan)
+            rows = [i for i, h in enumerate(hashes) if len(found.get(h, b"")) // 2 == len(query)]
+            if rows:
+                vectors = np.frombuffer(b"".join(found[hashes[i]] for i in rows), dtype="<f2")
+                scores[rows] = vectors.reshape(len(rows), -1).astype(np.float32) @ query
+            return scores
+        unread = candidates[halves.state[candidates] == _UNREAD]
+        if len(unread):
+            hashes = stored.hashes.take(unread)
+            found = self._read_halves(model, hashes)
+            for row, digest in zip(unread.tolist(), hashes, strict=True):
+                vector = found.get(digest, b"")
+                if len(vector) // 2 == len(query):
+                    halves.vectors[row] = np.frombuffer(vector, dtype="<f2")
+                    halves.state[row] = _READ  # after the vector: a reader sees it whole
+                else:
+                    halves.state[row] = _ABSENT
+        scores = np.full(len(candidates), np.nan)
+        present = halves.state[candidates] == _READ
+        scores[present] = halves.vectors[candidates[present]].astype(np.float32) @ query
+        return scores
+
+    def _read_halves(self, model: str, hashes: Sequence[str]) -> dict[str, bytes]:
+        """``{content hash: float16 vector bytes}`` of the stored ones among ``hashes``."""
         found: dict[str, bytes] = {}
         for chunk in chunked(sorted(set(hashes))):
             marks = ",".join("?" * len(chunk))
@@ -211,14 +261,7 @@ class SQLiteVectorBackend:
                     [model, *chunk],
                 )
             )
-        scores = np.full(len(hashes), np.nan)
-        rows = [
-            i for i, digest in enumerate(hashes) if len(found.get(digest, b"")) // 2 == len(query)
-        ]
-        if rows:
-            halves = np.frombuffer(b"".join(found[hashes[i]] for i in rows), dtype="<f2")
-            scores[rows] = halves.reshape(len(rows), -1).astype(np.float32) @ query
-        return scores
+        return found
 
     def _codes(self, model: str) -> _Codes:
         version = generation.read_key(self._db)
@@ -231,11 +274,17 @@ class SQLiteVectorBackend:
                 key, arrays = load_arrays(
                     self._db, f"codes-{model}", lambda conn: _code_arrays(conn, model)
                 )
+                codes = arrays["codes"]
                 cached = _Codes(
                     uris=PackedStrings(arrays["uri_data"], arrays["uri_ends"]),
                     hashes=PackedStrings(arrays["hash_data"], arrays["hash_ends"]),
-                    codes=arrays["codes"],
+                    codes=codes,
                     scales=arrays["scales"],
+                    halves=(
+                        _Halves(np.zeros(codes.shape, "<f2"), np.zeros(len(codes), np.int8))
+                        if codes.size * 2 <= _HALVES_KEPT
+                        else None
+                    ),
                 )
                 if key == version:
                     self._cache[model] = cached

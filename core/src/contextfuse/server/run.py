@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 from collections.abc import Callable, Mapping
@@ -13,7 +14,14 @@ from contextfuse.flow.provider import ModelProvider
 from contextfuse.server.projects import ProjectPool
 from contextfuse.server.settings import ServerSettings
 
-__all__ = ["bind", "configured_providers", "prepare", "serve"]
+__all__ = ["bind", "collect_for_requests", "configured_providers", "prepare", "serve"]
+
+
+def collect_for_requests() -> None:
+    """Collect garbage as a process answering requests should: an assembly makes thousands of
+    short-lived objects and few cycles, and the default thresholds collected dozens of times a
+    request, each time scanning the objects of every request under way."""
+    gc.set_threshold(100_000, 50, 100)
 
 
 def configured_providers(
@@ -66,6 +74,7 @@ def serve(
 
     from contextfuse.server.app import build_asgi
 
+    collect_for_requests()
     pool, providers = prepare(settings, pm)
     app = build_asgi(settings, pool, providers)
     sock = bind(settings.host, settings.port)
@@ -73,6 +82,7 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     announce(f"http://{shown}:{port}")
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30)
+    gc.freeze()  # what start-up built lives as long as the process: never scan it again
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

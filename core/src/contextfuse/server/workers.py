@@ -290,9 +290,9 @@ def _worker_main(
     from contextfuse.plugin_manager import make_plugin_manager
     from contextfuse.server.app import build_asgi
     from contextfuse.server.balance import ConnectionBalancer
-    from contextfuse.server.run import configured_providers
+    from contextfuse.server.run import collect_for_requests, configured_providers
 
-    gc.set_threshold(100_000, 50, 100)  # many short-lived objects per request, few cycles
+    collect_for_requests()
     settings = ServerSettings.model_validate(data)
     pm = make_plugin_manager()
     pool = ServedPool(settings.projects, locks=Path(locks), store=settings.store)

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
 
 import attrs
 
 from contextfuse.backends import BackendSet, Node, Rendering
-from contextfuse.models import ContextFragment, DetailDepth, FragmentProvenance, Tier
+from contextfuse.models import ContextFragment, DetailDepth, Tier, build_fragment
 from contextfuse.ranked import HEADER_SYMBOL, ROLE_CANDIDATE, ROLE_HEADER, ROLE_MAP, Ranked
 from contextfuse.tokenizer import default_tokenizer
 
@@ -111,6 +110,7 @@ class _Renderer:
         self.file_score: dict[str, float] = {}  # file URI -> best relevance of its candidates
         self.headed: list[str] = []  # files of the best code candidates, in rank order
         self.facts: dict[str, tuple[str, float]] = {}  # file path -> (tier, modified)
+        self.stamps: dict[str, tuple[str, datetime | None]] = {}  # file URI -> its facts, made
 
     # ---- candidates ---------------------------------------------------------------------
 
@@ -144,11 +144,7 @@ class _Renderer:
                     unknown.append(item.uri)
                 continue
             order.append(item.uri)
-            signals = ", ".join(f"{name} #{rank}" for name, rank in item.signals.items())
-            for rendering in _distinct(renderings, node):
-                if rendering.token_count > self.tokens:
-                    continue
-                fragments.append(self._fragment(item, node, rendering, relevance, signals))
+            fragments.extend(self._fragments(item, node, _distinct(renderings, node), relevance))
             if node is not None:
                 file_uri = node.file_uri
                 self.file_score[file_uri] = max(self.file_score.get(file_uri, 0.0), relevance)
@@ -164,14 +160,18 @@ class _Renderer:
         found: dict[str, dict[int, Rendering]] = plans.get_renderings(wanted)
         return found
 
-    def _fragment(
+    def _fragments(
         self,
         item: Ranked,
         node: Node | None,
-        rendering: Rendering,
+        renderings: Sequence[Rendering],
         relevance: float,
-        signals: str,
-    ) -> ContextFragment:
+    ) -> list[ContextFragment]:
+        """The candidate's fragments: one for each of its renderings that fits."""
+        signals = ", ".join(f"{name} #{rank}" for name, rank in item.signals.items())
+        fitting = [r for r in renderings if r.token_count <= self.tokens]
+        if not fitting:
+            return []
         metadata: dict[str, str] = {
             "strategy": self.strategy,
             "kind": node.kind if node is not None else item.uri.partition("://")[0],
@@ -181,16 +181,21 @@ class _Renderer:
             metadata["signals"] = signals
         metadata.update(item.metadata)
         file_uri = node.file_uri if node is not None else item.uri
-        return self._make(
-            uri=item.uri,
-            rendering=rendering,
-            relevance=relevance,
-            resource_uri=item.resource_uri or file_uri,
-            resource_type=item.resource_type or (node.resource_type if node else "unknown"),
-            tier=item.tier,
-            file_uri=file_uri,
-            metadata=metadata,
-        )
+        resource_uri = item.resource_uri or file_uri
+        resource_type = item.resource_type or (node.resource_type if node else "unknown")
+        return [
+            self._make(
+                uri=item.uri,
+                rendering=rendering,
+                relevance=relevance,
+                resource_uri=resource_uri,
+                resource_type=resource_type,
+                tier=item.tier,
+                file_uri=file_uri,
+                metadata=metadata,
+            )
+            for rendering in fitting
+        ]
 
     # ---- the files of the candidates ------------------------------------------------------
 
@@ -240,7 +245,8 @@ class _Renderer:
             starts = [child.line_start for child in children if child.line_start]
             if full is None or not starts:
                 continue
-            lines = full.content.split("\n")[: min(starts) - 1]
+            before = min(starts) - 1
+            lines = full.content.split("\n", before)[:before]  # the first lines, not the file
             while lines and not lines[-1].strip():
                 lines.pop()
             if lines:
@@ -297,25 +303,36 @@ class _Renderer:
         if redacted:
             # The agent should know the text was altered, and why.
             metadata = {**metadata, "redacted": str(redacted)}
-        fields: dict[str, Any] = {}
-        facts = self.facts.get(_path_of(file_uri))
-        if facts is not None:
-            fields["created_at"] = datetime.fromtimestamp(facts[1], timezone.utc)
-        return ContextFragment(
+        stored_tier, modified = self._stamp(file_uri)
+        # Hundreds of fragments a request, from the strategy's and the stores' data: built
+        # without validation where every value is of the model's type and bounds.
+        return build_fragment(
             uko_node=uri,
             content=rendering.content,
             detail_depth=rendering.depth,
             token_count=rendering.token_count,
             relevance_score=relevance,
-            provenance=FragmentProvenance(
-                resource_uri=resource_uri,
-                location=rendering.location,
-                resource_type=resource_type,
-            ),
-            tier=_tier(tier or (facts[0] if facts is not None else "")),
+            resource_uri=resource_uri,
+            location=rendering.location,
+            resource_type=resource_type,
+            tier=_tier(tier or stored_tier),
             metadata=metadata,
-            **fields,
+            created_at=modified,
         )
+
+    def _stamp(self, file_uri: str) -> tuple[str, datetime | None]:
+        """The stored tier and the modification time of the file ``file_uri`` (its
+        fragments' tier and time), made once for all the file's fragments."""
+        stamp = self.stamps.get(file_uri)
+        if stamp is None:
+            facts = self.facts.get(_path_of(file_uri))
+            stamp = (
+                ("", None)
+                if facts is None
+                else (facts[0], datetime.fromtimestamp(facts[1], timezone.utc))
+            )
+            self.stamps[file_uri] = stamp
+        return stamp
 
 
 _TIERS: dict[str, Tier] = {"hot": "hot", "warm": "warm", "cold": "cold"}

@@ -134,7 +134,18 @@ class PackingPolicy(BaseModel):
         le=1.0,
         description=(
             "How much a node's file's evidence (the sum of its best five candidates' scores) "
-            "counts against the node's own score when code is chosen."
+            "counts against the node's own score when code is chosen, at budgets of "
+            "file_evidence_full_at tokens and more."
+        ),
+    )
+    file_evidence_full_at: int = Field(
+        default=50_000,
+        ge=0,
+        description=(
+            "Below this many tokens file_evidence_weight shrinks in proportion to the budget "
+            "(0: it counts in full at every budget). A small budget holds a few files: the best "
+            "node of each good file is worth more than the lesser members of the strongest "
+            "one; a large budget can afford to show the strongest files in depth."
         ),
     )
     spend_target: float = Field(
@@ -162,6 +173,12 @@ class PackingPolicy(BaseModel):
     def max_piece(self, available: int) -> int:
         """The most tokens one full-source fragment may take of ``available``."""
         return max(1, int(available * self.max_piece_share))
+
+    def file_evidence(self, available: int) -> float:
+        """How much a file's evidence counts when code is chosen from ``available`` tokens."""
+        if not self.file_evidence_full_at:
+            return self.file_evidence_weight
+        return self.file_evidence_weight * min(1.0, available / self.file_evidence_full_at)
 
     def fragment_cap(self, available: int) -> int | None:
         """The most fragments a payload of ``available`` tokens may hold (None: no cap)."""

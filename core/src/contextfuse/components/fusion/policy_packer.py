@@ -162,7 +162,7 @@ class _PolicyRun:
         return self._result()
 
     def _code_order(self) -> list[ScoredFragment]:
-        weight = self.policy.file_evidence_weight
+        weight = self.policy.file_evidence(self.available)
         strongest = max(self.file_evidence.values(), default=0.0) or 1.0
         top = self.top
 
