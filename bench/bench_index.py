@@ -30,6 +30,7 @@ Run::
 
     python bench/bench_index.py [--case django --case tree --case bigfile]
         [--django /tmp/django/Django-4.1] [--files 100000] [--workers N] [--git] [--repeat 3]
+        [--cold-only]
 """
 
 from __future__ import annotations
@@ -61,14 +62,40 @@ CHILD_ENV = {
 }
 CASES = ("django", "tree", "bigfile")
 
-#: Runs one index in a fresh interpreter and prints its stats with the peak RSS.
+#: Runs one index in a fresh interpreter and prints its stats with the peak RSS and the wall
+#: seconds of its phases (from the progress it reports: ``PHASES``).
 CHILD = """
 import json, resource, sys, time
 started = time.perf_counter()
 from contextfuse.kb import index
 workers = None if sys.argv[2] == "auto" else int(sys.argv[2])
 contributors = [] if sys.argv[3] == "none" else None
-stats = index(sys.argv[1], contributors=contributors, workers=workers)
+seen = {}  # description -> (first, last) moment the run reported progress of it
+
+def progress(description, done, total):
+    now = time.perf_counter()
+    seen[description] = (seen.get(description, (now,))[0], now)
+
+def phases(called, ended, seen):
+    # Each phase ends where the next one's progress starts; discovery and start-up before
+    # the files, the commit and the contributors' set-up after the history, and the snapshot
+    # and array files after the last contributor.
+    marks = [("start", called)]
+    for name, key in (("files", "Indexing files"), ("link", "Linking symbols"),
+                      ("history", "Reading history"), ("embedding", "embedding")):
+        if key in seen:
+            marks.append((name, seen[key][0]))
+    marks.append(("end", ended))
+    out = {name: round(nxt - at, 2) for (name, at), (_, nxt) in zip(marks, marks[1:])}
+    if "embedding" in seen:
+        out["after"] = round(ended - seen["embedding"][1], 2)
+        out["embedding"] = round(seen["embedding"][1] - seen["embedding"][0], 2)
+    out["imports"] = round(called - started, 2)
+    return out
+
+called = time.perf_counter()
+stats = index(sys.argv[1], contributors=contributors, workers=workers, progress=progress)
+ended = time.perf_counter()
 me = resource.getrusage(resource.RUSAGE_SELF)
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)
 try:  # ru_maxrss keeps the high-water mark of the bench process that started this one
@@ -83,6 +110,8 @@ print(json.dumps({
     "rss_worker_mb": kids.ru_maxrss / 1024,
     "cpu_main": me.ru_utime + me.ru_stime,
     "cpu_workers": kids.ru_utime + kids.ru_stime,
+    "phases": phases(called, ended, seen),
+    "load": __import__("os").getloadavg()[0],
 }))
 """
 
@@ -360,6 +389,39 @@ def line(
     )
 
 
+def cold_line(number: int, result: dict[str, Any]) -> str:
+    """One cold run: wall, CPU, load before and after, the ratio to bm25s, the phases."""
+    seconds = result["stats"]["seconds"]
+    phases = ", ".join(f"{name} {value:.2f}" for name, value in result["phases"].items())
+    return (
+        f"cold #{number}     {seconds:7.2f} s (process {result['process_seconds']:.2f} s)  "
+        f"CPU {result['cpu_main']:.1f}+{result['cpu_workers']:.1f} s  load "
+        f"{result['load_before']:.2f} -> {result['load']:.2f}  bm25s {result['bm25s']:.2f} s "
+        f"(x{seconds / result['bm25s']:.2f})  peak RSS {result['rss_tree_mb']:.0f} MB (main "
+        f"{result['rss_main_mb']:.0f}, largest worker {result['rss_worker_mb']:.0f})\n"
+        f"            phases (wall s): {phases}"
+    )
+
+
+def medians(colds: list[dict[str, Any]]) -> str:
+    """Medians over the cold runs of each figure on its own."""
+
+    def median(values: list[float]) -> float:
+        return statistics.median(values)
+
+    wall = median([r["stats"]["seconds"] for r in colds])
+    main = median([r["cpu_main"] for r in colds])
+    workers = median([r["cpu_workers"] for r in colds])
+    total = median([r["cpu_main"] + r["cpu_workers"] for r in colds])
+    ratio = median([r["stats"]["seconds"] / r["bm25s"] for r in colds])
+    loads = [r["load_before"] for r in colds]
+    return (
+        f"median of {len(colds)}: cold {wall:.2f} s, CPU {main:.1f}+{workers:.1f} s (total "
+        f"{total:.1f}), x{ratio:.2f} bm25s; load before the runs {min(loads):.2f} to "
+        f"{max(loads):.2f}"
+    )
+
+
 def run_case(case: str, source: Path, args: argparse.Namespace) -> None:
     """Every measurement of one case, printed as it comes."""
     with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
@@ -388,16 +450,24 @@ def run_case(case: str, source: Path, args: argparse.Namespace) -> None:
               f"({size / 1e6 / floor_seconds:.0f} MB/s)")  # fmt: skip
 
         colds = []
-        for _ in range(args.repeat):
+        for number in range(1, args.repeat + 1):
             shutil.rmtree(root / ".contextfuse", ignore_errors=True)
-            colds.append(run_index(root, args.workers, not args.no_embed))
+            load = os.getloadavg()[0]
+            result = run_index(root, args.workers, not args.no_embed)
+            # bm25s right after each run: the ratio compares two figures of the same moment.
+            indexed = _indexed_paths(root)
+            tokenise, build = bm25s_baseline(root, indexed)
+            result.update(bm25s=tokenise + build, load_before=load)
+            colds.append(result)
+            print(cold_line(number, result))
         cold = sorted(colds, key=lambda r: r["stats"]["seconds"])[len(colds) // 2]
         stats = cold["stats"]
-        indexed = _indexed_paths(root)
-        tokenise, build = bm25s_baseline(root, indexed)
-        bm25_seconds = tokenise + build
+        bm25_seconds = cold["bm25s"]
         print(f"bm25s       {bm25_seconds:8.2f} s  ({tokenise:.2f} s read + tokenise, "
-              f"{build:.2f} s index) over the {len(indexed)} indexed files")  # fmt: skip
+              f"{build:.2f} s index) over the {len(indexed)} indexed files (last run)")  # fmt: skip
+        print(medians(colds))
+        if args.cold_only:
+            return
         total_mb, vectors_mb = index_size(root)
         print(
             f"index       {stats['files']} files, {stats['nodes']} nodes, {stats['edges']} "
@@ -446,6 +516,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-embed", action="store_true", help="no index contributors")
     parser.add_argument("--git", action="store_true", help="index a git repository of the copy")
     parser.add_argument("--repeat", type=int, default=1, help="cold runs (the median is kept)")
+    parser.add_argument(
+        "--cold-only", action="store_true", help="only the cold runs (no refresh, no assembly)"
+    )
     args = parser.parse_args(argv)
     cases = args.case or list(CASES)
     if "django" in cases and not args.django.is_dir():

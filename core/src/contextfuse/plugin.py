@@ -34,6 +34,10 @@ class IndexContributor(Protocol):
     ``contribute`` runs after the nodes are written, inside the index's transaction: compute
     embeddings or extra graph edges for ``session.changed_uris`` and drop what belonged to
     ``session.removed_uris``. One that raises is reported by name; the index stays usable.
+
+    One that stores a vector per node text may also offer ``vectorizer()`` returning a
+    ``NodeVectorizer``: the indexer's worker processes then compute the vectors as they
+    parse, and ``contribute`` finds them stored (``session.vectorized``).
     """
 
     @property
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
     from contextfuse.hookspecs import hookimpl as hookimpl
     from contextfuse.kb import IndexSession as IndexSession
     from contextfuse.kb.plans import decision_tier as decision_tier
+    from contextfuse.kb.vectorizers import NodeVectorizer as NodeVectorizer
     from contextfuse.models import ContextBudget as ContextBudget
     from contextfuse.models import ContextFragment as ContextFragment
     from contextfuse.models import ContextRequest as ContextRequest

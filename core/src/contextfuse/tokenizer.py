@@ -210,6 +210,11 @@ class TiktokenTokenizer:
                 return quick
         return self._enc()
 
+    def prepare_bulk(self) -> None:
+        """Build tiktoken's encoder now: this process is about to count megabytes (an index
+        worker), where the quick encoder, meant for an assembly's few texts, is slower."""
+        self._enc()
+
     def count(self, text: str) -> int:
         if not text:
             return 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import string
+
 import pytest
 
-from contextfuse.kb.secrets import redact, secret_file_reason
+from contextfuse.kb.secrets import ascii_lowered, redact, secret_file_reason
 
 
 @pytest.mark.timeout(5)
@@ -122,3 +124,26 @@ def test_code_that_reads_a_secret_is_not_redacted(line: str) -> None:
 
 def test_envrc_is_a_secret_file() -> None:
     assert secret_file_reason("project/.envrc") is not None
+
+
+def test_lowering_for_hints_lowers_ascii_letters_only_and_keeps_every_index() -> None:
+    # str.lower, used beyond ASCII, must give one character per character, ASCII only for
+    # ASCII and the ASCII lowering there: true of every code point but the two set apart.
+    ascii_lower = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+    for point in range(0x110000):
+        char = chr(point)
+        if 0xD800 <= point <= 0xDFFF or char in ("\u0130", "\u212a"):
+            continue
+        lowered = ascii_lowered(char + "Q")
+        assert len(lowered) == 2 and lowered[1] == "q"
+        assert lowered[0].isascii() == char.isascii()
+        if char.isascii():
+            assert lowered[0] == char.translate(ascii_lower)
+    for odd in ("\u0130", "\u212a"):
+        assert ascii_lowered(f"TOKEN {odd} é") == f"token {odd} é"
+
+
+def test_a_secret_beside_letters_that_lower_out_of_place_is_redacted() -> None:
+    for odd in ("\u0130", "\u212a"):
+        text = f"note = '{odd}'\nAPI_KEY = 'Zq8vN3xL0pR7sT2w'\n"
+        assert "Zq8vN3xL0pR7sT2w" not in redact(text, "settings.py").text

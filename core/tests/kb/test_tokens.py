@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from contextfuse.kb.parse import parse
 from contextfuse.kb.render import render_file
-from contextfuse.kb.tokens import COMPOSABLE, count_renderings
+from contextfuse.kb.tokens import COMPOSABLE, _PieceCounter, count_renderings
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
 
 
@@ -31,7 +31,7 @@ class InFull:
 def counts(text: str, language: str, tokenizer: Tokenizer) -> list[int]:
     lines = text.split("\n")
     drafts = render_file("p", "f", lines, parse(text, lines, language))
-    return count_renderings(tokenizer, lines, drafts)
+    return count_renderings(tokenizer, drafts)
 
 
 LINES = st.sampled_from(
@@ -89,3 +89,35 @@ def test_composed_counts_equal_counts_in_full_for_python(text: str) -> None:
     compile(text, "generated", "exec")
     tokenizer = default_tokenizer()
     assert counts(text, "python", tokenizer) == counts(text, "python", InFull(tokenizer))
+
+
+#: Characters around the cut: every kind of space the tokenizer's pattern or Python's
+#: ``str.isspace`` knows (they disagree on some), newlines and carriage returns, letters,
+#: digits, contractions and punctuation.
+TRICKY = st.lists(
+    st.sampled_from(
+        list(" \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u180e\u200b\u2028\u3000\ufeff")
+        + list("aZé1'sdt;:)(#/\\-_\"`<>|全")
+        + ["ll", "re", "\n\n", "\r\n", "  ", "123"]
+    ),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=TRICKY)
+def test_a_text_counted_piece_by_piece_counts_as_in_full(text: str) -> None:
+    tokenizer = default_tokenizer()
+    assert _PieceCounter(tokenizer).count(text) == tokenizer.count(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(TRICKY, min_size=2, max_size=8))
+def test_pieces_remembered_from_other_texts_give_the_same_counts(texts: list[str]) -> None:
+    tokenizer = default_tokenizer()
+    counter = _PieceCounter(tokenizer)
+    joined = "\n".join(texts)
+    counter.count(joined)  # its pieces are now remembered
+    assert [counter.count(text) for text in [*texts, joined]] == [
+        tokenizer.count(text) for text in [*texts, joined]
+    ]

@@ -115,3 +115,45 @@ def test_a_worker_counts_every_batch_with_the_first_tokenizer_it_was_sent(
         process._TOKENIZERS.pop(first.name, None)
     assert second.counted == 0
     assert kept.counted > 0 and kept.counted % 2 == 0  # the same texts, counted twice
+
+
+class _PreparedCounter(_NamedCounter):
+    """A tokenizer that notes being told to prepare for counting in bulk."""
+
+    name = "test:prepared"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prepared = 0
+
+    def prepare_bulk(self) -> None:
+        self.prepared += 1
+
+
+def test_a_worker_prepares_the_tokenizer_it_keeps_for_counting_in_bulk(tmp_path: Path) -> None:
+    from contextfuse.kb import process
+    from contextfuse.kb.files import Candidate
+
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    stat = (tmp_path / "a.py").stat()
+    todo = process.Todo(
+        Candidate("a.py", stat.st_size, stat.st_mtime_ns), "python", "code", "", None
+    )
+    tokenizer = _PreparedCounter()
+    process._TOKENIZERS.pop(tokenizer.name, None)
+    try:
+        for _ in range(2):
+            process.process_batch(tmp_path, "p", [todo], 1 << 20, tokenizer)
+    finally:
+        process._TOKENIZERS.pop(tokenizer.name, None)
+    assert tokenizer.prepared == 1 and tokenizer.counted > 0
+
+
+def test_the_default_tokenizer_prepared_for_bulk_counts_with_tiktoken_at_once() -> None:
+    from contextfuse.tokenizer import TiktokenTokenizer
+
+    text = "def f():\n    return 1\n"
+    tokenizer = TiktokenTokenizer()
+    tokenizer.prepare_bulk()
+    assert tokenizer.count(text) == TiktokenTokenizer().count(text)
+    assert tokenizer._quick_chars == 0  # nothing went through the pure-Python encoder

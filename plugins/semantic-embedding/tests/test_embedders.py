@@ -177,14 +177,21 @@ def test_static_truncates_to_the_first_max_tokens() -> None:
     np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-6)
 
 
-def test_static_ids_are_the_tokenizers_own_for_plain_and_other_texts(
-    static: StaticEmbedder,
-) -> None:
+def _reference_ids(static: StaticEmbedder, texts: list[str]) -> list[list[int]]:
+    """The ids the model's own tokenizer gives ``texts``, clipped and truncated as in
+    ``StaticEmbedder.tokenize``."""
     from tokenizers import Tokenizer
 
     reference = Tokenizer.from_file(str(static.model_dir / "tokenizer.json"))
     reference.no_padding()
     reference.enable_truncation(static.max_tokens)
+    clipped = [text[: static.max_tokens * static.CHARS_PER_TOKEN_BUDGET] for text in texts]
+    return [e.ids for e in reference.encode_batch(clipped, add_special_tokens=False)]
+
+
+def test_static_ids_are_the_tokenizers_own_for_plain_and_other_texts(
+    static: StaticEmbedder,
+) -> None:
     # Real source code (this package's), cut at arbitrary places, beside the varied texts.
     source = "".join(p.read_text("utf-8") for p in sorted(static.model_dir.parent.glob("*.py")))
     texts = [
@@ -194,9 +201,26 @@ def test_static_ids_are_the_tokenizers_own_for_plain_and_other_texts(
         "a_word_of_more_than_a_hundred_characters_" * 4,
         "control\x0bchar\x00s and\x7fdelete",
     ]
-    clipped = [text[: static.max_tokens * static.CHARS_PER_TOKEN_BUDGET] for text in texts]
-    expected = [e.ids for e in reference.encode_batch(clipped, add_special_tokens=False)]
-    assert static.tokenize(texts) == expected
+    assert static.tokenize(texts) == _reference_ids(static, texts)
+
+
+def test_static_ids_of_long_texts_beyond_ascii_are_the_tokenizers_own(
+    static: StaticEmbedder,
+) -> None:
+    # Long enough that only their first part gives the ids kept: prose, dense scripts, words
+    # the normaliser removes whole, runs without a space to cut at, and plain ASCII.
+    texts = [
+        "Le café “déjà vu” — naïve résumé, façade. " * 120,
+        "Привет, мир! Это проверка токенизатора. " * 150,
+        "统一码字符集" * 900,
+        "accents\u0301 \u0301\u0301 \x00\x00 " * 400 + "la fin é " * 600,
+        "é" * 6000,
+        "mot " * 2540 + "é" + " z" * 600,
+        "\u3000".join(["ünïcode"] * 900),
+        "def plain_ascii(code):\n    return code.upper()  # spaces far apart\n" * 120,
+        "a" * 2550 + " b" * 3000,
+    ]
+    assert static.tokenize(texts) == _reference_ids(static, texts)
 
 
 def test_static_rejects_a_bare_string(static: StaticEmbedder) -> None:

@@ -98,3 +98,48 @@ def test_the_plugin_contributes_the_strategy_and_the_contributor():
     assert "semantic-embedding" in {s.strategy.name for s in pm.strategy_sources()}
     contributed = [c.item for c in pm.collect("contextfuse_index_contributors")]
     assert any(c.name == "semantic-embedding" for c in contributed)
+
+
+class _Plain:
+    """The contributor without its vectorizer: it embeds after the parse."""
+
+    def __init__(self) -> None:
+        self.inner = SemanticIndexContributor()
+        self.name = self.inner.name
+
+    def contribute(self, session):
+        return self.inner.contribute(session)
+
+
+def _vectors(root):
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(root / ".contextfuse" / "index.db")) as conn:
+        return conn.execute("SELECT * FROM vectors ORDER BY content_hash").fetchall()
+
+
+def test_vectors_embedded_while_parsing_equal_those_embedded_after(tmp_path):
+    # Two nodes of one content share a vector: the first node's, whose path begins the text.
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.py").write_text("def twin():\n    return 'same'\n")
+    (tmp_path / "c.py").write_text(FILES["net/retry.py"])
+    pm = make_plugin_manager(autoload=False)
+    during = index(tmp_path, pm=pm, contributors=[SemanticIndexContributor()], workers=2)
+    expected = _vectors(tmp_path)
+    after = index(tmp_path, pm=pm, contributors=[_Plain()], rebuild=True, workers=2)
+    assert _vectors(tmp_path) == expected
+    assert during.contributors == after.contributors == {"semantic-embedding": "ok (embedded 4)"}
+
+
+def test_only_the_static_embedder_runs_in_the_index_workers():
+    class Other:
+        name = "other"
+        dim = 3
+
+        def embed(self, texts):
+            raise AssertionError("not called")
+
+    assert SemanticIndexContributor(Other()).vectorizer() is None
+    vectorizer = SemanticIndexContributor().vectorizer()
+    assert vectorizer is not None and vectorizer.model == "static-minilm-256"

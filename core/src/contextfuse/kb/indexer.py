@@ -48,7 +48,7 @@ from contextfuse.kb.process import (
     index_lock,
     paused_gc,
     process_batch,
-    process_file,
+    process_files,
     worker_started,
 )
 from contextfuse.kb.project_name import check_project_name, rename_project
@@ -57,6 +57,12 @@ from contextfuse.kb.text import SQLiteTextBackend
 from contextfuse.kb.tiers import EVICTED
 from contextfuse.kb.tokens import count_renderings
 from contextfuse.kb.vector import SQLiteVectorBackend
+from contextfuse.kb.vectorizers import (
+    NodeVectorizer,
+    ParsedVectors,
+    picklable,
+    vectorizers_of,
+)
 from contextfuse.kb.vendored import is_vendored
 from contextfuse.kb.writer import FileRecord, IndexWriter
 from contextfuse.tokenizer import Tokenizer, default_tokenizer
@@ -132,7 +138,9 @@ class IndexStats:
 class IndexSession:
     """What an index contributor receives: the fresh index, writable vectors, progress.
 
-    ``changed_uris`` are the nodes written in this run, ``removed_uris`` those deleted.
+    ``changed_uris`` are the nodes written in this run, ``removed_uris`` those deleted;
+    ``vectorized`` counts, per model, the vectors stored while the files were parsed (see
+    ``contextfuse.kb.vectorizers``).
     """
 
     project: str
@@ -142,6 +150,7 @@ class IndexSession:
     removed_uris: frozenset[str]
     _db: Database
     _progress: ProgressCallback | None = None
+    vectorized: Mapping[str, int] = attrs.field(factory=dict)
     #: Vector checks known complete: nothing changed since a contributor last completed them.
     _complete: frozenset[str] = frozenset()
     #: Vector checks made in this run (marked complete when their contributor succeeds).
@@ -256,6 +265,7 @@ def build_index(
         try:
             run = _Run(root, index_dir, db, tokenizer, progress, max_file_size, workers)
             run.wanted_name = project
+            run.vectorizers = vectorizers_of(contributors)
             stats = run.execute(rebuild)
             stats.notes[:0] = lock_notes
             run.contribute(stats, contributors)
@@ -333,6 +343,9 @@ class _Run:
         self.changed: list[str] = []
         self.removed: list[str] = []
         self.written: list[str] = []  # paths parsed and written in this run
+        self.vectorizers: list[NodeVectorizer] = []  # the contributors' (see ``vectorizers``)
+        self.parsed = ParsedVectors(self.conn, [])  # their vectors, stored with the files
+        self.vectorized: Mapping[str, int] = {}  # model -> vectors stored with the files
         self.notes: list[str] = []  # for the stats
         # True while no file was added or removed and every changed file kept its symbols:
         # then only the changed files' own edges need resolving again.
@@ -469,8 +482,12 @@ class _Run:
             digest = previous.sha256 if previous is not None else None
             todo.append(Todo(candidate, language, resource_type, plan, digest))
         writer = IndexWriter(conn)
+        self.vectorizers = self.usable(self.vectorizers, empty=not old)
+        self.parsed = ParsedVectors(conn, self.vectorizers)
         with paused_gc():
             written = self.parse_files(writer, todo, old, skipped, kept, stats)
+        self.parsed.settle()
+        self.vectorized = self.parsed.added
         # Files gone from the repository, or skipped now, leave the index.
         gone = [o.id for path, o in old.items() if path not in kept and path not in written]
         if gone:
@@ -479,6 +496,16 @@ class _Run:
         stats.files_removed = len(gone)
         stats.files_unchanged = len(kept)
         writer.replace_skipped(skipped)
+
+    def usable(self, vectorizers: list[NodeVectorizer], empty: bool) -> list[NodeVectorizer]:
+        """The vectorizers whose vectors the parse may store: where the index has no node
+        yet, or had a vector for every node of the vectorizer's kinds after the last run (a
+        content whose vector is missing may belong to a node not parsed now, whose vector
+        the contributor's rule could pick: its ``contribute`` embeds those)."""
+        if empty:
+            return vectorizers
+        done = set(self.meta())
+        return [v for v in vectorizers if _vectors_key(v.model, v.kinds) in done]
 
     def parse_files(
         self,
@@ -543,8 +570,7 @@ class _Run:
         """Count the tokens of records that were parsed without counting."""
         for record in records:
             if record.token_counts is None:
-                lines = record.content.split("\n")
-                record.token_counts = count_renderings(self.tokenizer, lines, record.drafts)
+                record.token_counts = count_renderings(self.tokenizer, record.drafts)
 
     def outcomes(self, todo: list[Todo]) -> Iterator[Outcome]:
         """The outcome of each file of ``todo``, in order; in worker processes when many."""
@@ -555,8 +581,7 @@ class _Run:
         if workers <= 1 or (
             automatic and (len(todo) < _PARALLEL_MIN_FILES or context.get_start_method() != "fork")
         ):
-            for item in todo:
-                yield process_file(self.root, self.project, item, self.max_file_size)
+            yield from self.here(todo)
             return
         try:  # workers count tokens too, if the tokenizer can travel to them
             tokenizer: Tokenizer | None = pickle.loads(pickle.dumps(self.tokenizer))
@@ -564,10 +589,16 @@ class _Run:
             tokenizer = None
         batches = iter([todo[i : i + _BATCH_FILES] for i in range(0, len(todo), _BATCH_FILES)])
         workers = min(workers, _MAX_WORKERS)
+        # Forked workers inherit them; spawned ones get pickled copies, where there are any.
+        forked = context.get_start_method() == "fork"
+        vectorizers = self.vectorizers if forked else picklable(self.vectorizers)
         done = 0
         try:
             with ProcessPoolExecutor(
-                workers, mp_context=context, initializer=worker_started, initargs=(os.getpid(),)
+                workers,
+                mp_context=context,
+                initializer=worker_started,
+                initargs=(os.getpid(), vectorizers),
             ) as pool:
                 queue: deque[Future[list[Outcome]]] = deque()
 
@@ -596,8 +627,19 @@ class _Run:
         except BrokenProcessPool as exc:
             # E.g. a script without ``if __name__ == "__main__":`` that spawned workers re-run.
             self.notes.append(f"worker processes stopped ({exc}); the rest was parsed here")
-        for item in todo[done:]:
-            yield process_file(self.root, self.project, item, self.max_file_size)
+        yield from self.here(todo[done:])
+
+    def here(self, todo: list[Todo]) -> Iterator[Outcome]:
+        """The outcome of each file of ``todo`` parsed in this process (tokens are counted
+        by ``count``), with the vectors of the contributors' vectorizers, a batch at a time."""
+        for start in range(0, len(todo), _BATCH_FILES):
+            yield from process_files(
+                self.root,
+                self.project,
+                todo[start : start + _BATCH_FILES],
+                self.max_file_size,
+                vectorizers=self.vectorizers,
+            )
 
     def write(
         self,
@@ -619,6 +661,9 @@ class _Run:
                 self.same_shape = False  # a new file, or symbols added, removed or retyped
             self.written.append(record.path)
         written = writer.insert(records, reuse={uri: found[0] for uri, found in freed.items()})
+        self.parsed.write(
+            [(writer.inserted[uri], row) for record in records for uri, row in record.vectors or ()]
+        )
         stats.files_parsed += len(records)
         stats.nodes_written += written
         self.changed.extend(d.uri for record in records for d in record.drafts)
@@ -655,6 +700,7 @@ class _Run:
             db=self.db,
             progress=self.progress,
             complete=complete,
+            vectorized=dict(self.vectorized),
         )
         vectors = session.backends.vector
         for contributor in contributors:

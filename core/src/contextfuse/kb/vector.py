@@ -31,7 +31,12 @@ from contextfuse.kb.arrays import PackedStrings, load_arrays, pack_strings
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.store import Database
 
-__all__ = ["SQLiteVectorBackend", "quantize"]
+__all__ = ["NodeVector", "SQLiteVectorBackend", "VectorRow", "encoded", "quantize"]
+
+#: A vector as stored: (model, content hash, scale, int8 codes, float16 components).
+VectorRow = tuple[str, str, float, bytes, bytes]
+#: A node's vector computed with its file: the node's URI and the row to store.
+NodeVector = tuple[str, VectorRow]
 
 _RESCORE = 4  # candidates rescored per hit asked for
 #: Bytes of float16 vectors a backend keeps between searches, at most (a service's requests
@@ -71,6 +76,18 @@ def quantize(
     divisors = np.where(scales > 0, scales, 1.0).astype(np.float32)
     codes = np.rint(matrix / divisors[:, None]).astype(np.int8)
     return codes, scales
+
+
+def encoded(matrix: npt.NDArray[np.float32]) -> list[tuple[float, bytes, bytes]]:
+    """Each row of ``matrix`` normalised, as stored: its scale, int8 codes and float16 form.
+
+    Row by row: a vector is encoded the same whichever rows come with it.
+    """
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    codes, scales = quantize(matrix)
+    halves = matrix.astype("<f2")
+    return [(float(scales[i]), codes[i].tobytes(), halves[i].tobytes()) for i in range(len(matrix))]
 
 
 class SQLiteVectorBackend:
@@ -164,17 +181,9 @@ class SQLiteVectorBackend:
                 f"upsert needs one vector per node: {len(uris)} uris, "
                 f"{len(content_hashes)} hashes, vectors of shape {matrix.shape}"
             )
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-        codes, scales = quantize(matrix)
-        halves = matrix.astype("<f2")
-        for i, digest in enumerate(content_hashes):  # a later row replaces an earlier one
-            self._pending.pop((model, digest), None)
-            self._pending[model, digest] = (
-                float(scales[i]),
-                codes[i].tobytes(),
-                halves[i].tobytes(),
-            )
+        for digest, row in zip(content_hashes, encoded(matrix), strict=True):
+            self._pending.pop((model, digest), None)  # a later row replaces an earlier one
+            self._pending[model, digest] = row
         if len(self._pending) >= self._write_batch:
             self.flush()
 

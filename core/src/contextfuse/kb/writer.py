@@ -22,6 +22,7 @@ from contextfuse.kb.links import FileFacts, NodeKey, go_module, iter_edges
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.render import DEPTHS, NodeDraft, own_text
 from contextfuse.kb.terms import name_terms, parts_text, path_terms
+from contextfuse.kb.vector import NodeVector
 
 __all__ = ["FileRecord", "IndexWriter", "SearchRow", "fts_rows"]
 
@@ -50,6 +51,7 @@ class FileRecord:
     drafts: list[NodeDraft]
     search: list[SearchRow]  # one per draft
     token_counts: list[int] | None = None  # 4 per draft (depths 9, 4, 2, 0), when counted
+    vectors: list[NodeVector] | None = None  # its nodes' vectors, when computed with it
 
 
 def fts_rows(
@@ -94,6 +96,7 @@ class IndexWriter:
         ).fetchall()
         self._next_node = int(row[0][0]) + 1
         self._next_file = int(row[1][0]) + 1
+        self.inserted: dict[str, int] = {}  # URI -> id of the nodes of the last insert
 
     def delete_files(self, file_ids: Sequence[int]) -> dict[str, tuple[int, str, str]]:
         """Remove files with everything derived from them.
@@ -156,6 +159,7 @@ class IndexWriter:
         A node whose URI is in ``reuse`` gets that id back (see :meth:`delete_files`).
         """
         reuse = reuse or {}
+        self.inserted = {}
         if records:
             generation.renew(self.conn)
         files_rows = []
@@ -190,7 +194,7 @@ class IndexWriter:
                 if not node_id:
                     node_id = self._next_node
                     self._next_node += 1
-                ids[draft.uri] = node_id
+                ids[draft.uri] = self.inserted[draft.uri] = node_id
                 parent = ids.get(draft.parent_uri) if draft.parent_uri else None
                 node_rows.append(
                     (

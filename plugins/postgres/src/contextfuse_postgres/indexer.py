@@ -286,9 +286,7 @@ class _Run:
                     stats.bytes_read += outcome.size
                 else:
                     if outcome.token_counts is None:  # parsed by a worker without a tokenizer
-                        outcome.token_counts = count_renderings(
-                            self.tokenizer, outcome.content.split("\n"), outcome.drafts
-                        )
+                        outcome.token_counts = count_renderings(self.tokenizer, outcome.drafts)
                     records.append(outcome)
                     written.add(outcome.path)
                     stats.bytes_read += outcome.size

@@ -89,6 +89,8 @@ _NOT_PLAIN = re.compile(r"[^\x20-\x7e\t\n]")
 #: BERT's pre-tokenizer on lowercased plain ASCII: runs of letters and digits, and each other
 #: visible character alone (every one is ASCII punctuation, ``_`` included).
 _BERT_PIECES = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
+#: Characters per allowed token in the head of a long text tokenized first (see ``tokenize``).
+_HEAD_CHARS_PER_TOKEN = 5
 #: Words whose ids are remembered; past this many the memory is cleared (it only saves time).
 _MAX_REMEMBERED_WORDS = 500_000
 
@@ -197,6 +199,15 @@ def mapped_table(weights_path: Path, build: Any = _fold_table) -> np.ndarray:
     except OSError:
         tmp.unlink(missing_ok=True)
     return table
+
+
+def _head(text: str, size: int) -> str:
+    """``text`` cut at its last space or newline before ``size`` characters (all of it when
+    shorter, or when there is no space to cut at)."""
+    if len(text) <= size:
+        return text
+    cut = max(text.rfind(" ", 0, size), text.rfind("\n", 0, size))
+    return text[:cut] if cut > 0 else text
 
 
 class StaticEmbedder:
@@ -356,9 +367,23 @@ class StaticEmbedder:
             encode = getattr(tokenizer, "encode_batch_fast", None)
             if encode is None:  # pragma: no cover - older tokenizers
                 encode = tokenizer.encode_batch
-            encodings = encode([clipped[p] for p in rest], add_special_tokens=False)
-            for position, encoding in zip(rest, encodings, strict=True):
-                out[position] = encoding.ids
+            # Only the first max_tokens ids count: a long text's head, cut at a space, gives
+            # them when it gives that many (the tokenizer splits words at spaces and
+            # normalises character by character, so a head's ids begin the text's); the
+            # rest, whole. Django's 512th token ends before 2,600 characters.
+            size = self.max_tokens * _HEAD_CHARS_PER_TOKEN
+            heads = [_head(clipped[p], size) for p in rest]
+            whole: list[int] = []
+            encodings = encode(heads, add_special_tokens=False)
+            for position, head, encoding in zip(rest, heads, encodings, strict=True):
+                if len(encoding.ids) < self.max_tokens and len(head) < len(clipped[position]):
+                    whole.append(position)
+                else:
+                    out[position] = encoding.ids
+            if whole:
+                encodings = encode([clipped[p] for p in whole], add_special_tokens=False)
+                for position, encoding in zip(whole, encodings, strict=True):
+                    out[position] = encoding.ids
         return out
 
     def _plain(self, text: str) -> bool:
@@ -366,7 +391,15 @@ class StaticEmbedder:
         return _NOT_PLAIN.search(text) is None and not any(a in text for a in self._added)
 
     def _plain_ids(self, text: str) -> list[int]:
-        """The tokenizer's ids for a plain text, truncated to ``max_tokens``, word by word."""
+        """The tokenizer's ids for a plain text, truncated to ``max_tokens``, word by word;
+        from the text's head first, as in :meth:`tokenize`."""
+        head = _head(text, self.max_tokens * _HEAD_CHARS_PER_TOKEN)
+        ids = self._word_by_word(head)
+        if len(ids) < self.max_tokens and len(head) < len(text):
+            return self._word_by_word(text)
+        return ids
+
+    def _word_by_word(self, text: str) -> list[int]:
         known = self._word_ids
         assert known is not None and self._tokenizer is not None
         if len(known) > _MAX_REMEMBERED_WORDS:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from contextfuse.plugin import (
     BackendSet,
@@ -12,7 +15,7 @@ from contextfuse.plugin import (
     NodeScoringStrategy,
     StrategyCapabilities,
 )
-from contextfuse_semantic_embedding.embedders import Embedder, load_embedder
+from contextfuse_semantic_embedding.embedders import Embedder, StaticEmbedder, load_embedder
 
 __all__ = ["SemanticEmbeddingStrategy", "SemanticIndexContributor", "shared_embedder"]
 
@@ -53,6 +56,21 @@ def _embedding_text(uri: str, text: str) -> str:
     return f"{where}\n{text}"
 
 
+class _Vectorizer:
+    """The contributor's embedder as the indexer's worker processes run it, file by file
+    as they parse (``contextfuse.kb.vectorizers``)."""
+
+    kinds = EMBEDDED_KINDS
+    batch = BATCH  # a content's vector is the one ``contribute`` would store
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.model = embedder.name
+
+    def vectors(self, nodes: Sequence[tuple[str, str]]) -> np.ndarray:
+        return self.embedder.embed([_embedding_text(uri, text) for uri, text in nodes])
+
+
 class SemanticIndexContributor:
     """Embeds every node whose content has no cached vector (cache key: content hash)."""
 
@@ -67,32 +85,43 @@ class SemanticIndexContributor:
             self._embedder = shared_embedder()
         return self._embedder
 
+    def vectorizer(self) -> _Vectorizer | None:
+        """The static embedder runs in the indexer's workers as they parse: it loads in
+        milliseconds (a mapped table) and embeds each text on its own. The others embed
+        after the parse (a transformer in every worker would cost its memory twice)."""
+        if not isinstance(self.embedder, StaticEmbedder):
+            return None
+        return _Vectorizer(self.embedder)
+
     def contribute(self, session: Any) -> dict[str, int]:
-        """Compute and store the missing vectors; returns how many were embedded.
+        """Compute and store the missing vectors; returns how many were stored in this run
+        (with those the indexer stored while it parsed the files, ``session.vectorized``).
 
         Node texts are read a batch at a time, so memory holds one batch, not the index.
         """
         vector = session.backends.vector
         model = self.embedder.name
+        stored = int(getattr(session, "vectorized", {}).get(model, 0))
         # A store's session may offer the one-query check; without it, every text is read.
         count = getattr(session, "count_without_vectors", None)
         expected = count(model, EMBEDDED_KINDS) if count is not None else None
         if expected == 0:
-            return {"embedded": 0}
-        done = {"embedded": 0, "cached": 0}
+            return {"embedded": stored}
+        done = {"embedded": stored, "nodes": 0}  # vectors stored, nodes without one seen
         batch: dict[str, tuple[str, str]] = {}
 
         def flush() -> None:
             missing = vector.missing(model, {uri: digest for uri, (digest, _) in batch.items()})
             if missing:
+                # Nodes of one content share a vector: the batch's last one is stored.
                 texts = [_embedding_text(u, batch[u][1]) for u in missing]
                 vector.upsert(
                     model, missing, [batch[u][0] for u in missing], self.embedder.embed(texts)
                 )
-            done["embedded"] += len(missing)
-            done["cached"] += len(batch) - len(missing)
-            total = expected if expected is not None else done["embedded"]
-            session.progress("embedding", done["embedded"], max(total, done["embedded"]))
+            done["embedded"] += len({batch[u][0] for u in missing})
+            done["nodes"] += len(missing)
+            total = expected if expected is not None else done["nodes"]
+            session.progress("embedding", done["nodes"], max(total, done["nodes"]))
             batch.clear()
 
         for uri, digest, text in session.iter_node_texts(depth=9, kinds=EMBEDDED_KINDS):
@@ -101,7 +130,7 @@ class SemanticIndexContributor:
                 flush()
         if batch:
             flush()
-        return done
+        return {"embedded": done["embedded"]}
 
 
 class SemanticEmbeddingStrategy(NodeScoringStrategy):
