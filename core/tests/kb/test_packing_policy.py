@@ -147,7 +147,9 @@ def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
     kb = _kb(new_repo, write, build, opened, {"pipeline.py": f"class Pipeline:\n{methods}"})
     cls = "project://sel/pipeline.py#Pipeline"
     method = "project://sel/pipeline.py#Pipeline.step_7"
-    fragments = _pack(kb, {cls: 1.0, method: 0.9}, 4000)
+    # At 9000 tokens the class's source (3400) is more than one piece, its signatures (680)
+    # are less than one outline.
+    fragments = _pack(kb, {cls: 1.0, method: 0.9}, 9000)
     depths = {f.uko_node: f.detail_depth for f in fragments if "#" in f.uko_node}
     assert depths == {cls: 4, method: 9}
 
@@ -468,3 +470,183 @@ def test_other_kinds_fill_what_the_requests_kinds_leave_unspent(
         new_repo, write, build, opened, test_rank=0.6, budget=3000, spend_target=0.95
     )
     assert [f for f in fragments if _path(f).startswith("tests/") and f.detail_depth == 9]
+
+
+# ---- value per token -------------------------------------------------------------------------
+
+
+def _big_and_small(
+    new_repo, write, build, opened, small: int
+) -> tuple[Any, str, list[str], int, int]:
+    """An index of one file: a big function ``handle`` and ``small`` small functions.
+    Returns the index, handle's URI, the small ones' URIs, handle's tokens and theirs."""
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"api.py": _function("handle", 60) + "\n\n" + _many_functions(small)},
+    )
+    big = "project://sel/api.py#handle"
+    smalls = [f"project://sel/api.py#handler_{i}" for i in range(small)]
+    full = kb.nodes.get_renderings([big, *smalls], [9])
+    return kb, big, smalls, full[big][9].token_count, sum(full[s][9].token_count for s in smalls)
+
+
+def _full_source(fragments: list[ContextFragment]) -> set[str]:
+    return {f.uko_node for f in fragments if f.detail_depth == 9}
+
+
+def _value_policy(share: float = 0.0, first: int = 0, **fields: Any) -> PackingPolicy:
+    """Code only, one piece may take the whole budget, no whole files, nothing to fill;
+    ``share`` and ``first``: how much goes by relevance before value per token."""
+    return PackingPolicy(
+        map_share=0.0,
+        max_piece_share=1.0,
+        whole_file_tokens=0,
+        whole_file_share=0.0,
+        spend_target=0.0,
+        max_fragments=None,
+        relevance_first_share=share,
+        relevance_first=first,
+        **fields,
+    )
+
+
+def test_smaller_pieces_nearly_as_relevant_come_before_a_big_one(
+    new_repo, write, build, opened
+) -> None:
+    kb, big, smalls, big_tokens, small_tokens = _big_and_small(
+        new_repo, write, build, opened, small=12
+    )
+    scores = {big: 0.95, smalls[0]: 1.0, **{s: 0.9 for s in smalls[1:]}}
+    budget = big_tokens + small_tokens - 1  # not room for all
+    by_value = _full_source(_pack(kb, scores, budget, _value_policy()))
+    assert set(smalls) <= by_value and big not in by_value
+    by_relevance = _full_source(_pack(kb, scores, budget, _value_policy(share=1.0)))
+    assert big in by_relevance
+
+
+def test_the_best_candidates_come_first_whatever_their_size(new_repo, write, build, opened) -> None:
+    kb, big, smalls, big_tokens, small_tokens = _big_and_small(
+        new_repo, write, build, opened, small=100
+    )
+    scores = {big: 1.0, **{s: 0.9 for s in smalls}}
+    budget = 2 * big_tokens
+    assert small_tokens > budget  # by value per token alone, the small ones fill it
+    assert big in _full_source(_pack(kb, scores, budget, _value_policy(first=1)))
+    assert big not in _full_source(_pack(kb, scores, budget, _value_policy(first=0)))
+
+
+def test_a_share_of_the_first_code_pass_goes_by_relevance_whatever_the_sizes(
+    new_repo, write, build, opened
+) -> None:
+    kb, big, smalls, big_tokens, small_tokens = _big_and_small(
+        new_repo, write, build, opened, small=100
+    )
+    scores = {big: 1.0, **{s: 0.9 for s in smalls}}
+    budget = 2 * big_tokens + 2  # half of it holds the big piece
+    assert small_tokens > budget
+    assert big in _full_source(_pack(kb, scores, budget, _value_policy(share=0.5)))
+    assert big not in _full_source(_pack(kb, scores, budget, _value_policy(share=0.0)))
+
+
+def _pipeline_class(methods: int) -> str:
+    return "class Pipeline:\n" + "".join(
+        f'    def step_{i}(self, value):\n        """Step {i}."""\n'
+        + "".join(f"        value = value * {i} + {j}\n" for j in range(6))
+        + "        return value\n\n"
+        for i in range(methods)
+    )
+
+
+_CLASS = "project://sel/pipeline.py#Pipeline"  # 3400 tokens; signatures 680, outline 450
+
+
+def _explained(kb: Any, scores: Mapping[str, float], budget: int, policy: PackingPolicy) -> Any:
+    pipeline = _pipeline(policy)
+    pipeline.register_strategy("fixed", FixedRanking(scores))
+    with pipeline:
+        payload = pipeline.run(
+            "q",
+            kb,
+            ContextBudget(max_tokens=budget, reserved_tokens=0),
+            strategies=["fixed"],
+            preamble=False,
+            explain=True,
+        )
+    assert payload.explanation is not None
+    return payload
+
+
+def test_a_class_is_shown_by_its_relevant_methods_when_it_does_not_fit_whole(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"pipeline.py": _pipeline_class(40), "other.py": _function("handle", 40)},
+    )
+    methods = [f"{_CLASS}.step_7", f"{_CLASS}.step_8"]
+    other = "project://sel/other.py#handle"
+    scores = {_CLASS: 1.0, methods[0]: 0.9, methods[1]: 0.85, other: 0.8}
+    # 3600 tokens hold the class (3400) or its two methods and the other function, not all.
+    by_value = _full_source(_pack(kb, scores, 3600, _value_policy()))
+    assert by_value == {*methods, other}
+    assert _full_source(_pack(kb, scores, 3600, _value_policy(share=1.0))) == {_CLASS}
+
+
+def test_a_class_whose_turn_comes_with_room_is_shown_whole_in_place_of_its_methods(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
+    scores = {_CLASS: 1.0, f"{_CLASS}.step_7": 0.9, f"{_CLASS}.step_8": 0.85}
+    # The methods come first by value per token; then the class, with room for it whole.
+    fragments = _pack(kb, scores, 4000, _value_policy())
+    assert [(f.uko_node, f.detail_depth) for f in fragments] == [(_CLASS, 9)]
+
+
+def test_a_class_too_big_for_its_signatures_in_one_outline_is_shown_by_its_outline(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
+    # At 7000 tokens one piece takes 2100 and one outline 560: the class's source (3400)
+    # and its signatures (680) are too big, its outline (450) is not.
+    payload = _explained(kb, {_CLASS: 1.0}, 7000, PackingPolicy(spend_target=0.0))
+    shown = [(f.uko_node, f.detail_depth) for f in payload.fragments if "#" in f.uko_node]
+    assert shown == [(_CLASS, 2)]
+    (row,) = [r for r in payload.explanation["fragments"] if r["uko_node"] == _CLASS]
+    assert row["depth_reason"] == "outline: its signatures are more than one outline may take"
+
+
+def test_a_class_too_big_even_for_its_outline_is_left_out(new_repo, write, build, opened) -> None:
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
+    method = f"{_CLASS}.step_7"
+    # At 4000 tokens one outline takes 320: less than the class's outline (450).
+    payload = _explained(kb, {_CLASS: 1.0, method: 0.9}, 4000, PackingPolicy())
+    assert {f.uko_node: f.detail_depth for f in payload.fragments if "#" in f.uko_node} == {
+        method: 9
+    }
+    (row,) = [r for r in payload.explanation["omitted"] if r["uko_node"] == _CLASS]
+    assert row["reason"] == "even its outline is more than one outline may take"
+
+
+def test_a_file_too_big_to_outline_is_mapped_by_the_outline_of_its_best_symbol(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"pipeline.py": _pipeline_class(40) + "\n\n" + _many_functions(40)},
+    )
+    # Only functions are shown as code: the class is reached through the map, where its
+    # file's outline is more than one outline may take (560 at 7000 tokens).
+    policy = PackingPolicy(spend_target=0.0, code_kinds=("function",))
+    payload = _explained(kb, {_CLASS: 1.0}, 7000, policy)
+    assert [(f.uko_node, f.detail_depth) for f in payload.fragments] == [(_CLASS, 2)]
+    (row,) = payload.explanation["fragments"]
+    assert row["depth_reason"] == "outline: stands in the file map for its file, too big to outline"
