@@ -650,3 +650,21 @@ def test_a_file_too_big_to_outline_is_mapped_by_the_outline_of_its_best_symbol(
     assert [(f.uko_node, f.detail_depth) for f in payload.fragments] == [(_CLASS, 2)]
     (row,) = payload.explanation["fragments"]
     assert row["depth_reason"] == "outline: stands in the file map for its file, too big to outline"
+
+
+def test_a_files_header_leaves_out_the_licence_it_opens_with(
+    new_repo, write, build, opened
+) -> None:
+    licence = "# Copyright 2024 The Authors.\n# Licensed under the MIT licence.\n\n"
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"cart.py": licence + '"""The shopping cart."""\n\nimport os\n\n\n' + _many_functions(30)},
+    )
+    scores = {"project://sel/cart.py#handler_3": 1.0}
+    (_, header) = _pack(kb, scores, 2000, PackingPolicy(spend_target=0.0))
+    assert header.uko_node == "project://sel/cart.py#<header>"
+    assert header.content == '"""The shopping cart."""\n\nimport os'
+    assert header.provenance.location == "L4-L6"
