@@ -6,7 +6,9 @@ definition not shown at full source says:
 
   rank     the position of the node that holds the definition among the packer's candidates
            (best first; the smallest candidate whose source covers half the definition), or
-           ``-`` when no candidate holds it (a retrieval miss, not a packing one);
+           ``-`` when no candidate holds it (a retrieval miss, not a packing one); then its
+           position in the packer's relevance order (score and file evidence) and in its
+           value-per-token order;
   tokens   that node's full-source tokens, and its kind;
   why      the packer's word on it (did not fit, already shown...), or the depth it got;
   above    the biggest pieces the packer chose before reaching it (tokens, depth, node).
@@ -108,6 +110,7 @@ def diagnose(
     pieces = fragment_pieces(payload, project)
     run = watch.run
     order = {item.uko_node: n for n, item in enumerate(run._code_order(), 1)}
+    by_value = {item.uko_node: n for n, item in enumerate(run._value_per_token_order(), 1)}
     chosen = {s.uko_node: s for s in run.chosen}
     out = []
     for gold in question.gold:
@@ -129,6 +132,7 @@ def diagnose(
         miss.update(
             rank=rank,
             code_rank=order.get(node),
+            value_rank=by_value.get(node),
             node=_short(node, prefix),
             kind=item.fragment.metadata.get("kind", ""),
             tokens=tokens,
@@ -142,8 +146,14 @@ def diagnose(
             miss["why"] = run.notes.get(node, "")
         else:
             miss["cause"] = run.left_out.get(node, "not reached")
+        # What was chosen before it in either order (and every header and map outline).
         position = order.get(node, len(order) + 1)
-        above = [s for s in run.chosen if order.get(s.uko_node, 0) < position]
+        value_position = by_value.get(node, len(by_value) + 1)
+        above = [
+            s
+            for s in run.chosen
+            if order.get(s.uko_node, 0) < position or by_value.get(s.uko_node, 0) < value_position
+        ]
         miss["above_tokens"] = sum(s.token_count for s in above)
         miss["above"] = [
             (s.token_count, s.fragment.detail_depth, _short(s.uko_node, prefix))
@@ -187,7 +197,8 @@ def main() -> None:
             print(f"  {m['cause']}")
             continue
         print(
-            f"  node {m['node']} [{m['kind']}] rank {m['rank']} (code order {m['code_rank']}), "
+            f"  node {m['node']} [{m['kind']}] rank {m['rank']} (relevance order "
+            f"{m['code_rank']}, value order {m['value_rank']}), "
             f"{m['tokens']} tokens, resolved depth {m['resolved_depth']}, "
             f"score {m['score']} of {m['top_score']}: {m['cause']} {m.get('why', '')}"
         )
