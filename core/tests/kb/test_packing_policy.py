@@ -69,9 +69,14 @@ def _pipeline(policy: PackingPolicy | None = None, **components: Any) -> ACMSPip
     )
 
 
-def _pack(
-    kb: Any, scores: Mapping[str, float], budget: int, policy: PackingPolicy | None = None
-) -> list[ContextFragment]:
+def _run(
+    kb: Any,
+    scores: Mapping[str, float],
+    budget: int,
+    policy: PackingPolicy | None = None,
+    explain: bool = False,
+) -> Any:
+    """The payload of the fixed ranking ``scores`` over ``kb`` (no preamble)."""
     pipeline = _pipeline(policy)
     pipeline.register_strategy("fixed", FixedRanking(scores))
     with pipeline:
@@ -81,8 +86,16 @@ def _pack(
             ContextBudget(max_tokens=budget, reserved_tokens=0),
             strategies=["fixed"],
             preamble=False,
+            explain=explain,
         )
-    return list(payload.fragments)
+    assert not explain or payload.explanation is not None
+    return payload
+
+
+def _pack(
+    kb: Any, scores: Mapping[str, float], budget: int, policy: PackingPolicy | None = None
+) -> list[ContextFragment]:
+    return list(_run(kb, scores, budget, policy).fragments)
 
 
 def test_what_the_map_leaves_unused_is_spent_on_code(new_repo, write, build, opened) -> None:
@@ -135,16 +148,19 @@ def test_a_larger_map_slot_share_maps_more_files(new_repo, write, build, opened)
     assert mapped(0.5) > mapped(0.2)
 
 
-def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
-    new_repo, write, build, opened
-) -> None:
-    methods = "".join(
+def _pipeline_class(methods: int) -> str:
+    return "class Pipeline:\n" + "".join(
         f'    def step_{i}(self, value):\n        """Step {i}."""\n'
         + "".join(f"        value = value * {i} + {j}\n" for j in range(6))
         + "        return value\n\n"
-        for i in range(40)
+        for i in range(methods)
     )
-    kb = _kb(new_repo, write, build, opened, {"pipeline.py": f"class Pipeline:\n{methods}"})
+
+
+def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
     cls = "project://sel/pipeline.py#Pipeline"
     method = "project://sel/pipeline.py#Pipeline.step_7"
     # At 9000 tokens the class's source (3400) is more than one piece, its signatures (680)
@@ -161,18 +177,7 @@ def test_when_the_fragment_cap_binds_the_best_files_are_shown_whole(
         new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(40) for i in range(6)}
     )
     policy = PackingPolicy(max_fragments=12, tokens_per_fragment=10**9, whole_file_tokens=0)
-    pipeline = _pipeline(policy)
-    pipeline.register_strategy("fixed", FixedRanking(_scores(kb)))
-    with pipeline:
-        payload = pipeline.run(
-            "q",
-            kb,
-            ContextBudget(max_tokens=20_000, reserved_tokens=0),
-            strategies=["fixed"],
-            preamble=False,
-            explain=True,
-        )
-    assert payload.explanation is not None
+    payload = _run(kb, _scores(kb), 20_000, policy, explain=True)
     whole = [
         row
         for row in payload.explanation["fragments"]
@@ -551,32 +556,7 @@ def test_a_share_of_the_first_code_pass_goes_by_relevance_whatever_the_sizes(
     assert big not in _full_source(_pack(kb, scores, budget, _value_policy(share=0.0)))
 
 
-def _pipeline_class(methods: int) -> str:
-    return "class Pipeline:\n" + "".join(
-        f'    def step_{i}(self, value):\n        """Step {i}."""\n'
-        + "".join(f"        value = value * {i} + {j}\n" for j in range(6))
-        + "        return value\n\n"
-        for i in range(methods)
-    )
-
-
 _CLASS = "project://sel/pipeline.py#Pipeline"  # 3400 tokens; signatures 680, outline 450
-
-
-def _explained(kb: Any, scores: Mapping[str, float], budget: int, policy: PackingPolicy) -> Any:
-    pipeline = _pipeline(policy)
-    pipeline.register_strategy("fixed", FixedRanking(scores))
-    with pipeline:
-        payload = pipeline.run(
-            "q",
-            kb,
-            ContextBudget(max_tokens=budget, reserved_tokens=0),
-            strategies=["fixed"],
-            preamble=False,
-            explain=True,
-        )
-    assert payload.explanation is not None
-    return payload
 
 
 def test_a_class_is_shown_by_its_relevant_methods_when_it_does_not_fit_whole(
@@ -614,7 +594,7 @@ def test_a_class_too_big_for_its_signatures_in_one_outline_is_shown_by_its_outli
     kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
     # At 7000 tokens one piece takes 2100 and one outline 560: the class's source (3400)
     # and its signatures (680) are too big, its outline (450) is not.
-    payload = _explained(kb, {_CLASS: 1.0}, 7000, PackingPolicy(spend_target=0.0))
+    payload = _run(kb, {_CLASS: 1.0}, 7000, PackingPolicy(spend_target=0.0), explain=True)
     shown = [(f.uko_node, f.detail_depth) for f in payload.fragments if "#" in f.uko_node]
     assert shown == [(_CLASS, 2)]
     (row,) = [r for r in payload.explanation["fragments"] if r["uko_node"] == _CLASS]
@@ -625,7 +605,7 @@ def test_a_class_too_big_even_for_its_outline_is_left_out(new_repo, write, build
     kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
     method = f"{_CLASS}.step_7"
     # At 4000 tokens one outline takes 320: less than the class's outline (450).
-    payload = _explained(kb, {_CLASS: 1.0, method: 0.9}, 4000, PackingPolicy())
+    payload = _run(kb, {_CLASS: 1.0, method: 0.9}, 4000, PackingPolicy(), explain=True)
     assert {f.uko_node: f.detail_depth for f in payload.fragments if "#" in f.uko_node} == {
         method: 9
     }
@@ -646,7 +626,7 @@ def test_a_file_too_big_to_outline_is_mapped_by_the_outline_of_its_best_symbol(
     # Only functions are shown as code: the class is reached through the map, where its
     # file's outline is more than one outline may take (560 at 7000 tokens).
     policy = PackingPolicy(spend_target=0.0, code_kinds=("function",))
-    payload = _explained(kb, {_CLASS: 1.0}, 7000, policy)
+    payload = _run(kb, {_CLASS: 1.0}, 7000, policy, explain=True)
     assert [(f.uko_node, f.detail_depth) for f in payload.fragments] == [(_CLASS, 2)]
     (row,) = payload.explanation["fragments"]
     assert row["depth_reason"] == "outline: stands in the file map for its file, too big to outline"
