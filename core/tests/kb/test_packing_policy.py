@@ -648,3 +648,28 @@ def test_a_files_header_leaves_out_the_licence_it_opens_with(
     assert header.uko_node == "project://sel/cart.py#<header>"
     assert header.content == '"""The shopping cart."""\n\nimport os'
     assert header.provenance.location == "L4-L6"
+
+
+def test_a_symbol_standing_in_the_map_for_its_file_is_shown_deeper_when_room_is_left(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"api.py": _function("handle", 60) + "\n\n" + _many_functions(60)},
+    )
+    handle = "project://sel/api.py#handle"
+    # The first code pass has half of 1000 tokens, less than handle's source (730); the map
+    # then shows handle's outline for its file, and the code pass after it has room.
+    policy = PackingPolicy(
+        map_share=0.5,
+        max_piece_share=1.0,
+        whole_file_tokens=0,
+        whole_file_share=0.0,
+        spend_target=0.0,
+    )
+    assert [(f.uko_node, f.detail_depth) for f in _pack(kb, {handle: 1.0}, 1000, policy)] == [
+        (handle, 9)
+    ]

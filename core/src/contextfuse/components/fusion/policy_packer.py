@@ -24,7 +24,8 @@ from the knowledge base) it spends the budget in passes:
    resolved depth, or the deepest that fits;
 2. **map**: the outline of the best files not shown yet (a file is as good as its best
    candidate), up to ``map_files`` and within the budget; a file whose outline is more than
-   one outline may take is represented by the outline of its best candidate;
+   one outline may take is represented by the outline of its best candidate, which the
+   code passes that follow may still show deeper in its place;
 3. **code** again with what the map left;
 4. **whole files**: when the selection ends below ``spend_target`` of the budget (the
    fragment cap reached, or no candidate left that fits), the files with the most evidence
@@ -148,6 +149,7 @@ class _PolicyRun:
         self.wanted: set[str] | None = None  # the types of file shown (see _map_types)
         self.relevance = self._relevance()
         self.symbols: dict[str, list[ScoredFragment]] | None = None  # file -> its symbols
+        self.stand_ins: dict[str, ScoredFragment] = {}  # node -> its outline in the map
 
     # ---- the passes -----------------------------------------------------------------------
 
@@ -265,7 +267,8 @@ class _PolicyRun:
                 return
             fragment = item.fragment
             node = fragment.uko_node
-            if node in self.taken:
+            standing = self.stand_ins.get(node)  # its outline in the map, to deepen
+            if node in self.taken and standing is None:
                 if node in self.listed:
                     self._deepen(item, limit)
                 continue
@@ -322,7 +325,12 @@ class _PolicyRun:
                 ):
                     self.left_out[node] = "already shown"
                     continue
-            if self.used + choice.token_count > limit:
+            freed = 0
+            if standing is not None:
+                if choice.detail_depth <= standing.fragment.detail_depth:
+                    continue
+                freed = standing.token_count
+            if self.used - freed + choice.token_count > limit:
                 self.left_out[node] = "did not fit"
                 if stored:
                     continue
@@ -332,6 +340,9 @@ class _PolicyRun:
                     continue
                 depth = DetailDepth.describe(choice.detail_depth)
                 note = f"{depth}: the deeper rendering did not fit"
+            if standing is not None:
+                self._remove([standing])
+                del self.stand_ins[node]
             self._take(item, choice, note)
             header = self.headers.get(file_uri)
             if (
@@ -387,6 +398,8 @@ class _PolicyRun:
             else:
                 self._take(item, outline, note)
                 mapped += 1
+                if item.uko_node != file_uri:
+                    self.stand_ins[item.uko_node] = self.chosen[-1]
 
     def _symbol_outline(
         self, file_uri: str, max_outline: int
