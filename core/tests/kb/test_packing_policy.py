@@ -69,9 +69,14 @@ def _pipeline(policy: PackingPolicy | None = None, **components: Any) -> ACMSPip
     )
 
 
-def _pack(
-    kb: Any, scores: Mapping[str, float], budget: int, policy: PackingPolicy | None = None
-) -> list[ContextFragment]:
+def _run(
+    kb: Any,
+    scores: Mapping[str, float],
+    budget: int,
+    policy: PackingPolicy | None = None,
+    explain: bool = False,
+) -> Any:
+    """The payload of the fixed ranking ``scores`` over ``kb`` (no preamble)."""
     pipeline = _pipeline(policy)
     pipeline.register_strategy("fixed", FixedRanking(scores))
     with pipeline:
@@ -81,8 +86,16 @@ def _pack(
             ContextBudget(max_tokens=budget, reserved_tokens=0),
             strategies=["fixed"],
             preamble=False,
+            explain=explain,
         )
-    return list(payload.fragments)
+    assert not explain or payload.explanation is not None
+    return payload
+
+
+def _pack(
+    kb: Any, scores: Mapping[str, float], budget: int, policy: PackingPolicy | None = None
+) -> list[ContextFragment]:
+    return list(_run(kb, scores, budget, policy).fragments)
 
 
 def test_what_the_map_leaves_unused_is_spent_on_code(new_repo, write, build, opened) -> None:
@@ -135,19 +148,24 @@ def test_a_larger_map_slot_share_maps_more_files(new_repo, write, build, opened)
     assert mapped(0.5) > mapped(0.2)
 
 
-def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
-    new_repo, write, build, opened
-) -> None:
-    methods = "".join(
+def _pipeline_class(methods: int) -> str:
+    return "class Pipeline:\n" + "".join(
         f'    def step_{i}(self, value):\n        """Step {i}."""\n'
         + "".join(f"        value = value * {i} + {j}\n" for j in range(6))
         + "        return value\n\n"
-        for i in range(40)
+        for i in range(methods)
     )
-    kb = _kb(new_repo, write, build, opened, {"pipeline.py": f"class Pipeline:\n{methods}"})
+
+
+def test_a_method_is_shown_in_full_inside_a_class_shown_by_signatures(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
     cls = "project://sel/pipeline.py#Pipeline"
     method = "project://sel/pipeline.py#Pipeline.step_7"
-    fragments = _pack(kb, {cls: 1.0, method: 0.9}, 4000)
+    # At 9000 tokens the class's source (3400) is more than one piece, its signatures (680)
+    # are less than one outline.
+    fragments = _pack(kb, {cls: 1.0, method: 0.9}, 9000)
     depths = {f.uko_node: f.detail_depth for f in fragments if "#" in f.uko_node}
     assert depths == {cls: 4, method: 9}
 
@@ -159,18 +177,7 @@ def test_when_the_fragment_cap_binds_the_best_files_are_shown_whole(
         new_repo, write, build, opened, {f"pkg/m{i}.py": _many_functions(40) for i in range(6)}
     )
     policy = PackingPolicy(max_fragments=12, tokens_per_fragment=10**9, whole_file_tokens=0)
-    pipeline = _pipeline(policy)
-    pipeline.register_strategy("fixed", FixedRanking(_scores(kb)))
-    with pipeline:
-        payload = pipeline.run(
-            "q",
-            kb,
-            ContextBudget(max_tokens=20_000, reserved_tokens=0),
-            strategies=["fixed"],
-            preamble=False,
-            explain=True,
-        )
-    assert payload.explanation is not None
+    payload = _run(kb, _scores(kb), 20_000, policy, explain=True)
     whole = [
         row
         for row in payload.explanation["fragments"]
@@ -459,3 +466,201 @@ def test_other_kinds_fill_what_the_requests_kinds_leave_unspent(
         new_repo, write, build, opened, test_rank=0.6, budget=3000, spend_target=0.95
     )
     assert [f for f in fragments if _path(f).startswith("tests/") and f.detail_depth == 9]
+
+
+# ---- value per token -------------------------------------------------------------------------
+
+
+def _big_and_small(
+    new_repo, write, build, opened, small: int
+) -> tuple[Any, str, list[str], int, int]:
+    """An index of one file: a big function ``handle`` and ``small`` small functions.
+    Returns the index, handle's URI, the small ones' URIs, handle's tokens and theirs."""
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"api.py": _function("handle", 60) + "\n\n" + _many_functions(small)},
+    )
+    big = "project://sel/api.py#handle"
+    smalls = [f"project://sel/api.py#handler_{i}" for i in range(small)]
+    full = kb.nodes.get_renderings([big, *smalls], [9])
+    return kb, big, smalls, full[big][9].token_count, sum(full[s][9].token_count for s in smalls)
+
+
+def _full_source(fragments: list[ContextFragment]) -> set[str]:
+    return {f.uko_node for f in fragments if f.detail_depth == 9}
+
+
+def _value_policy(share: float = 0.0, first: int = 0, **fields: Any) -> PackingPolicy:
+    """Code only, one piece may take the whole budget, no whole files, nothing to fill;
+    ``share`` and ``first``: how much goes by relevance before value per token."""
+    return PackingPolicy(
+        map_share=0.0,
+        max_piece_share=1.0,
+        whole_file_tokens=0,
+        whole_file_share=0.0,
+        spend_target=0.0,
+        max_fragments=None,
+        relevance_first_share=share,
+        relevance_first=first,
+        **fields,
+    )
+
+
+def test_smaller_pieces_nearly_as_relevant_come_before_a_big_one(
+    new_repo, write, build, opened
+) -> None:
+    kb, big, smalls, big_tokens, small_tokens = _big_and_small(
+        new_repo, write, build, opened, small=12
+    )
+    scores = {big: 0.95, smalls[0]: 1.0, **{s: 0.9 for s in smalls[1:]}}
+    budget = big_tokens + small_tokens - 1  # not room for all
+    by_value = _full_source(_pack(kb, scores, budget, _value_policy()))
+    assert set(smalls) <= by_value and big not in by_value
+    by_relevance = _full_source(_pack(kb, scores, budget, _value_policy(share=1.0)))
+    assert big in by_relevance
+
+
+def test_the_best_candidates_come_first_whatever_their_size(new_repo, write, build, opened) -> None:
+    kb, big, smalls, big_tokens, small_tokens = _big_and_small(
+        new_repo, write, build, opened, small=100
+    )
+    scores = {big: 1.0, **{s: 0.9 for s in smalls}}
+    budget = 2 * big_tokens
+    assert small_tokens > budget  # by value per token alone, the small ones fill it
+    assert big in _full_source(_pack(kb, scores, budget, _value_policy(first=1)))
+    assert big not in _full_source(_pack(kb, scores, budget, _value_policy(first=0)))
+
+
+def test_a_share_of_the_first_code_pass_goes_by_relevance_whatever_the_sizes(
+    new_repo, write, build, opened
+) -> None:
+    kb, big, smalls, big_tokens, small_tokens = _big_and_small(
+        new_repo, write, build, opened, small=100
+    )
+    scores = {big: 1.0, **{s: 0.9 for s in smalls}}
+    budget = 2 * big_tokens + 2  # half of it holds the big piece
+    assert small_tokens > budget
+    assert big in _full_source(_pack(kb, scores, budget, _value_policy(share=0.5)))
+    assert big not in _full_source(_pack(kb, scores, budget, _value_policy(share=0.0)))
+
+
+_CLASS = "project://sel/pipeline.py#Pipeline"  # 3400 tokens; signatures 680, outline 450
+
+
+def test_a_class_is_shown_by_its_relevant_methods_when_it_does_not_fit_whole(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"pipeline.py": _pipeline_class(40), "other.py": _function("handle", 40)},
+    )
+    methods = [f"{_CLASS}.step_7", f"{_CLASS}.step_8"]
+    other = "project://sel/other.py#handle"
+    scores = {_CLASS: 1.0, methods[0]: 0.9, methods[1]: 0.85, other: 0.8}
+    # 3600 tokens hold the class (3400) or its two methods and the other function, not all.
+    by_value = _full_source(_pack(kb, scores, 3600, _value_policy()))
+    assert by_value == {*methods, other}
+    assert _full_source(_pack(kb, scores, 3600, _value_policy(share=1.0))) == {_CLASS}
+
+
+def test_a_class_whose_turn_comes_with_room_is_shown_whole_in_place_of_its_methods(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
+    scores = {_CLASS: 1.0, f"{_CLASS}.step_7": 0.9, f"{_CLASS}.step_8": 0.85}
+    # The methods come first by value per token; then the class, with room for it whole.
+    fragments = _pack(kb, scores, 4000, _value_policy())
+    assert [(f.uko_node, f.detail_depth) for f in fragments] == [(_CLASS, 9)]
+
+
+def test_a_class_too_big_for_its_signatures_in_one_outline_is_shown_by_its_outline(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
+    # At 7000 tokens one piece takes 2100 and one outline 560: the class's source (3400)
+    # and its signatures (680) are too big, its outline (450) is not.
+    payload = _run(kb, {_CLASS: 1.0}, 7000, PackingPolicy(spend_target=0.0), explain=True)
+    shown = [(f.uko_node, f.detail_depth) for f in payload.fragments if "#" in f.uko_node]
+    assert shown == [(_CLASS, 2)]
+    (row,) = [r for r in payload.explanation["fragments"] if r["uko_node"] == _CLASS]
+    assert row["depth_reason"] == "outline: its signatures are more than one outline may take"
+
+
+def test_a_class_too_big_even_for_its_outline_is_left_out(new_repo, write, build, opened) -> None:
+    kb = _kb(new_repo, write, build, opened, {"pipeline.py": _pipeline_class(40)})
+    method = f"{_CLASS}.step_7"
+    # At 4000 tokens one outline takes 320: less than the class's outline (450).
+    payload = _run(kb, {_CLASS: 1.0, method: 0.9}, 4000, PackingPolicy(), explain=True)
+    assert {f.uko_node: f.detail_depth for f in payload.fragments if "#" in f.uko_node} == {
+        method: 9
+    }
+    (row,) = [r for r in payload.explanation["omitted"] if r["uko_node"] == _CLASS]
+    assert row["reason"] == "even its outline is more than one outline may take"
+
+
+def test_a_file_too_big_to_outline_is_mapped_by_the_outline_of_its_best_symbol(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"pipeline.py": _pipeline_class(40) + "\n\n" + _many_functions(40)},
+    )
+    # Only functions are shown as code: the class is reached through the map, where its
+    # file's outline is more than one outline may take (560 at 7000 tokens).
+    policy = PackingPolicy(spend_target=0.0, code_kinds=("function",))
+    payload = _run(kb, {_CLASS: 1.0}, 7000, policy, explain=True)
+    assert [(f.uko_node, f.detail_depth) for f in payload.fragments] == [(_CLASS, 2)]
+    (row,) = payload.explanation["fragments"]
+    assert row["depth_reason"] == "outline: stands in the file map for its file, too big to outline"
+
+
+def test_a_files_header_leaves_out_the_licence_it_opens_with(
+    new_repo, write, build, opened
+) -> None:
+    licence = "# Copyright 2024 The Authors.\n# Licensed under the MIT licence.\n\n"
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"cart.py": licence + '"""The shopping cart."""\n\nimport os\n\n\n' + _many_functions(30)},
+    )
+    scores = {"project://sel/cart.py#handler_3": 1.0}
+    (_, header) = _pack(kb, scores, 2000, PackingPolicy(spend_target=0.0))
+    assert header.uko_node == "project://sel/cart.py#<header>"
+    assert header.content == '"""The shopping cart."""\n\nimport os'
+    assert header.provenance.location == "L4-L6"
+
+
+def test_a_symbol_standing_in_the_map_for_its_file_is_shown_deeper_when_room_is_left(
+    new_repo, write, build, opened
+) -> None:
+    kb = _kb(
+        new_repo,
+        write,
+        build,
+        opened,
+        {"api.py": _function("handle", 60) + "\n\n" + _many_functions(60)},
+    )
+    handle = "project://sel/api.py#handle"
+    # The first code pass has half of 1000 tokens, less than handle's source (730); the map
+    # then shows handle's outline for its file, and the code pass after it has room.
+    policy = PackingPolicy(
+        map_share=0.5,
+        max_piece_share=1.0,
+        whole_file_tokens=0,
+        whole_file_share=0.0,
+        spend_target=0.0,
+    )
+    assert [(f.uko_node, f.detail_depth) for f in _pack(kb, {handle: 1.0}, 1000, policy)] == [
+        (handle, 9)
+    ]

@@ -5,8 +5,9 @@ score and pack. For each candidate above the cut this renders the node at full s
 signatures and outline (a candidate's own renderings when it brings them), and adds what the
 packer's policy may use around it: the outline (and, when small, the whole text) of each
 candidate's file for the file map, and the lines before a file's first symbol (imports,
-constants) for the files of the best code. Nothing is chosen here: every depth goes to the
-depth resolver, which picks one, and the packer, which may fall back to another.
+constants; not a licence notice they open with) for the files of the best code. Nothing is
+chosen here: every depth goes to the depth resolver, which picks one, and the packer, which
+may fall back to another.
 
 **The cut:** a strategy's candidates are rendered down its list as far as the round's budget
 can use: ``max(min_candidates, tokens // tokens_per_candidate)`` of them. The rest are below
@@ -232,13 +233,15 @@ class _Renderer:
         return fragments
 
     def headers(self, limit: int) -> list[ContextFragment]:
-        """For the files of the best code: the lines before the file's first symbol."""
+        """For the files of the best code: the lines before the file's first symbol, less a
+        licence or copyright notice they open with."""
         store = self.backends.nodes
         files = self.headed[:limit]
         if store is None or not files:
             return []
         whole = store.get_renderings(files, (DetailDepth.FULL_SOURCE,))
         texts: dict[str, str] = {}
+        offsets: dict[str, int] = {}
         for file_uri in files:
             full = whole.get(file_uri, {}).get(DetailDepth.FULL_SOURCE)
             children = store.children(file_uri)
@@ -249,8 +252,10 @@ class _Renderer:
             lines = full.content.split("\n", before)[:before]  # the first lines, not the file
             while lines and not lines[-1].strip():
                 lines.pop()
-            if lines:
-                texts[file_uri] = "\n".join(lines)
+            first = _after_licence(lines)  # a licence is not worth its tokens
+            if lines[first:]:
+                texts[file_uri] = "\n".join(lines[first:])
+                offsets[file_uri] = first
         if not texts:
             return []
         tokenizer = self.backends.tokenizer or default_tokenizer()
@@ -260,7 +265,10 @@ class _Renderer:
             if count > self.tokens:
                 continue
             file_node = self.nodes.get(file_uri)
-            rendering = Rendering(DetailDepth.FULL_SOURCE, text, count, 1, text.count("\n") + 1)
+            skip = offsets.get(file_uri, 0)
+            rendering = Rendering(
+                DetailDepth.FULL_SOURCE, text, count, 1 + skip, skip + text.count("\n") + 1
+            )
             fragments.append(
                 self._make(
                     uri=f"{file_uri}#{HEADER_SYMBOL}",
@@ -368,3 +376,28 @@ def _distinct(renderings: Mapping[int, Rendering], node: Node | None) -> list[Re
     if full is None or node is None or node.kind == "file":
         return list(renderings.values())
     return [r for r in renderings.values() if r is full or r.content != full.content]
+
+
+#: How a line of comment starts, in the languages the index parses and their config files.
+_COMMENT_STARTS = ("/*", "*", "//", "#", "--", ";")
+#: A leading comment block with one of these (lowercased) is a licence or copyright notice.
+_LICENCE_WORDS = ("licen", "copyright")
+
+
+def _after_licence(lines: list[str]) -> int:
+    """The index of a header's first line after a leading comment block that is a licence or
+    copyright notice (0: the header does not start with one)."""
+    end = 0
+    while end < len(lines):
+        line = lines[end].strip()
+        if line.startswith("/*"):
+            # A block comment: through the line that closes it.
+            while end < len(lines) and "*/" not in lines[end]:
+                end += 1
+        elif line and not line.startswith(_COMMENT_STARTS):
+            break
+        end += 1
+    block = "\n".join(lines[:end]).lower()
+    if not any(word in block for word in _LICENCE_WORDS):
+        return 0
+    return end

@@ -79,7 +79,11 @@ class PackingPolicy(BaseModel):
         default=0.08,
         gt=0.0,
         le=1.0,
-        description="The largest share of the budget one file outline may take in the map.",
+        description=(
+            "The largest share of the budget one outline may take: a file's outline in the "
+            "map, or a symbol shown by its signatures (a class too big for its full source); "
+            "a bigger one is left to the file map."
+        ),
     )
     map_files: int = Field(default=60, ge=0, description="At most this many files in the map.")
     map_types_from_best: int = Field(
@@ -126,6 +130,42 @@ class PackingPolicy(BaseModel):
         description=(
             "The largest share of the budget a file's header (its lines before the first "
             "symbol: imports, constants) may take; it comes with the file's first code."
+        ),
+    )
+    relevance_first_share: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of the first code pass's room spent on the best candidates in relevance "
+            "order, whatever their size; the rest of the code passes go by value per token "
+            "(see relevance_power and density_floor_tokens), so a big piece does not crowd "
+            "out several smaller ones nearly as relevant (1.0: the whole first pass by relevance)."
+        ),
+    )
+    relevance_first: int = Field(
+        default=10,
+        ge=0,
+        description=(
+            "... and this many best candidates come in relevance order too, whatever their "
+            "size, before value per token decides the rest."
+        ),
+    )
+    relevance_power: float = Field(
+        default=2.0,
+        ge=0.0,
+        description=(
+            "Value per token is relevance to this power over tokens: the chance that a "
+            "piece holds the answer falls faster than its relevance, so at 2 a piece half "
+            "as relevant must be four times smaller to come first."
+        ),
+    )
+    density_floor_tokens: int = Field(
+        default=300,
+        ge=1,
+        description=(
+            "Value per token counts a piece smaller than this as this big: a small piece "
+            "holds less of an answer, so below this size relevance alone orders pieces."
         ),
     )
     file_evidence_weight: float = Field(
@@ -185,6 +225,11 @@ class PackingPolicy(BaseModel):
         if self.max_fragments is None:
             return None
         return max(self.max_fragments, available // self.tokens_per_fragment)
+
+    def max_outline(self, available: int) -> int:
+        """The most tokens one outline (a file's in the map, a symbol's signatures) may take
+        of ``available``."""
+        return max(1, int(available * self.max_outline_share))
 
     def whole_file(self, available: int) -> int:
         """The most tokens a file shown whole may take of ``available``."""

@@ -9,13 +9,23 @@ from the knowledge base) it spends the budget in passes:
    commits and plans, and small files whole) at the depth the resolver chose, up to the code
    share of the budget and part of the fragment slots. A node in a file with much evidence
    (several good candidates) ranks above an equally good stray node, so the code
-   concentrates in the files most likely to matter. No line is shown twice at full source: a
-   node whose source is partly shown already falls back to its signatures, one wholly shown
-   is left out. The first full-source code of a file brings the file's header (its imports
-   and constants) when it is small. A record listed in pass 0 is deepened to its resolved
-   depth, or the deepest that fits;
+   concentrates in the files most likely to matter. The pass goes in that order of
+   relevance for ``relevance_first_share`` of its room and for the ``relevance_first`` best
+   candidates, whatever their sizes; then by **value per token** (relevance to the power
+   ``relevance_power`` over tokens, a piece under ``density_floor_tokens`` counted as that
+   big), so a big piece does not crowd out several smaller ones nearly as relevant, and a
+   class's members that are candidates themselves come before the whole class. No line is
+   shown twice at full source: a node whose source is partly shown already falls back to
+   its signatures, one wholly shown is left out, and a class whose turn comes after some of
+   its methods are shown is shown whole in their place when that fits. Signatures take at
+   most what one outline may take (``max_outline_share``), else the outline (names only)
+   stands in for them. The first full-source code of a file brings the file's header (its
+   imports and constants) when it is small. A record listed in pass 0 is deepened to its
+   resolved depth, or the deepest that fits;
 2. **map**: the outline of the best files not shown yet (a file is as good as its best
-   candidate), up to ``map_files`` and within the budget;
+   candidate), up to ``map_files`` and within the budget; a file whose outline is more than
+   one outline may take is represented by the outline of its best candidate, which the
+   code passes that follow may still show deeper in its place;
 3. **code** again with what the map left;
 4. **whole files**: when the selection ends below ``spend_target`` of the budget (the
    fragment cap reached, or no candidate left that fits), the files with the most evidence
@@ -137,6 +147,9 @@ class _PolicyRun:
         self.cap = policy.fragment_cap(available)
         self.capped = False
         self.wanted: set[str] | None = None  # the types of file shown (see _map_types)
+        self.relevance = self._relevance()
+        self.symbols: dict[str, list[ScoredFragment]] | None = None  # file -> its symbols
+        self.stand_ins: dict[str, ScoredFragment] = {}  # node -> its outline in the map
 
     # ---- the passes -----------------------------------------------------------------------
 
@@ -145,32 +158,59 @@ class _PolicyRun:
         code_budget = available - min(int(available * policy.map_share), policy.max_map_tokens)
         cap = self.cap
         map_slots = min(policy.map_files, int(cap * policy.map_slot_share)) if cap else 0
+        first_slots = cap - map_slots if cap else None
         code_order = self._code_order()
+        by_value = self._value_per_token_order()
         self.wanted = self._map_types()
         self._list_records(available, cap)
-        self._spend_on_code(code_order, code_budget, cap - map_slots if cap else None)
+        # The best pieces first whatever their size, then the most relevance per token.
+        self._spend_on_code(
+            code_order, int(code_budget * policy.relevance_first_share), first_slots
+        )
+        self._spend_on_code(code_order[: policy.relevance_first], code_budget, first_slots)
+        self._spend_on_code(by_value, code_budget, first_slots)
         self._spend_on_map(available)
-        self._spend_on_code(code_order, available, cap)
+        self._spend_on_code(by_value, available, cap)
         if self.used < available * policy.spend_target:
             # The cap or the candidates ended it early: whole files in place of their parts.
             self._upgrade_to_whole_files(available)
-            self._spend_on_code(code_order, available, cap)
+            self._spend_on_code(by_value, available, cap)
         if self.used < available * policy.spend_target and self.wanted is not None:
             # Nothing more of the kinds the request is about: the other kinds fill the rest.
             self.wanted = None
-            self._spend_on_code(code_order, available, cap)
+            self._spend_on_code(by_value, available, cap)
         return self._result()
 
-    def _code_order(self) -> list[ScoredFragment]:
+    def _relevance(self) -> dict[str, float]:
+        """Each candidate's relevance for the code passes: its score blended with its file's
+        evidence (``file_evidence_weight``, scaled to the budget), both relative to the best."""
         weight = self.policy.file_evidence(self.available)
         strongest = max(self.file_evidence.values(), default=0.0) or 1.0
         top = self.top
+        return {
+            item.uko_node: (1 - weight) * item.score / top
+            + weight * self.file_evidence.get(_file_of(item.fragment), 0.0) / strongest
+            for item in self.candidates
+        }
 
-        def rank(item: ScoredFragment) -> tuple[float, str]:
-            strength = self.file_evidence.get(_file_of(item.fragment), 0.0) / strongest
-            return (-((1 - weight) * item.score / top + weight * strength), item.uko_node)
+    def _code_order(self) -> list[ScoredFragment]:
+        """The candidates by relevance, best first."""
+        relevance = self.relevance
+        return sorted(self.candidates, key=lambda item: (-relevance[item.uko_node], item.uko_node))
 
-        return sorted(self.candidates, key=rank)
+    def _value_per_token_order(self) -> list[ScoredFragment]:
+        """The candidates by value per token: relevance to the power ``relevance_power`` (the
+        chance that a piece holds the answer falls faster than its relevance) over tokens, a
+        piece under ``density_floor_tokens`` counted as that big."""
+        relevance = self.relevance
+        power = self.policy.relevance_power
+        floor = self.policy.density_floor_tokens
+
+        def key(item: ScoredFragment) -> tuple[float, str]:
+            value = max(0.0, relevance[item.uko_node]) ** power
+            return (-value / max(floor, item.fragment.token_count), item.uko_node)
+
+        return sorted(self.candidates, key=key)
 
     def _full(self, slots: int | None) -> bool:
         if slots is not None and len(self.chosen) >= slots:
@@ -220,13 +260,15 @@ class _PolicyRun:
     ) -> None:
         policy = self.policy
         piece = policy.max_piece(self.available)
+        outline = min(piece, policy.max_outline(self.available))
         header_limit = max(1, int(self.available * policy.max_header_share))
         for item in order:
             if self.used >= limit or self._full(slots):
                 return
             fragment = item.fragment
             node = fragment.uko_node
-            if node in self.taken:
+            standing = self.stand_ins.get(node)  # its outline in the map, to deepen
+            if node in self.taken and standing is None:
                 if node in self.listed:
                     self._deepen(item, limit)
                 continue
@@ -253,23 +295,42 @@ class _PolicyRun:
             choice: ContextFragment | None = fragment
             note = ""
             if fragment.detail_depth == _FULL and span is not None and _overlaps(shown, span):
-                choice = self._rendering(node, _SIGNATURES)
-                note = "signatures: part of its source is already shown"
+                parts = self._parts_within(file_uri, span)
+                if (
+                    parts
+                    and self.used - sum(p.token_count for p in parts) + fragment.token_count
+                    <= limit
+                ):
+                    # Its turn has come with room: whole, in place of its members shown.
+                    self._remove(parts)
+                    note = f"full source: in place of {len(parts)} of its parts already shown"
+                else:
+                    choice = self._rendering(node, _SIGNATURES)
+                    note = "signatures: part of its source is already shown"
             if choice is None:
                 self.left_out[node] = "already shown"
                 continue
             if stored and choice.detail_depth == _SIGNATURES:
+                if choice.token_count > outline:
+                    # Too big for its signatures: its outline (names only), like a file's.
+                    choice = self._rendering(node, _OUTLINE)
+                    if choice is None or choice.token_count > outline:
+                        self.left_out[node] = "even its outline is more than one outline may take"
+                        continue
+                    note = "outline: its signatures are more than one outline may take"
                 choice_span = _span(choice)
-                if choice.token_count > piece or (
-                    choice_span is not None
-                    and (
-                        _overlaps(shown, choice_span)
-                        or _overlaps(self.signature_spans.get(file_uri, []), choice_span)
-                    )
+                if choice_span is not None and (
+                    _overlaps(shown, choice_span)
+                    or _overlaps(self.signature_spans.get(file_uri, []), choice_span)
                 ):
                     self.left_out[node] = "already shown"
                     continue
-            if self.used + choice.token_count > limit:
+            freed = 0
+            if standing is not None:
+                if choice.detail_depth <= standing.fragment.detail_depth:
+                    continue
+                freed = standing.token_count
+            if self.used - freed + choice.token_count > limit:
                 self.left_out[node] = "did not fit"
                 if stored:
                     continue
@@ -279,6 +340,9 @@ class _PolicyRun:
                     continue
                 depth = DetailDepth.describe(choice.detail_depth)
                 note = f"{depth}: the deeper rendering did not fit"
+            if standing is not None:
+                self._remove([standing])
+                del self.stand_ins[node]
             self._take(item, choice, note)
             header = self.headers.get(file_uri)
             if (
@@ -307,7 +371,7 @@ class _PolicyRun:
 
     def _spend_on_map(self, limit: int) -> None:
         policy = self.policy
-        max_outline = max(1, int(self.available * policy.max_outline_share))
+        max_outline = policy.max_outline(self.available)
         wanted = self.wanted
         mapped = 0
         for file_uri, _ in sorted(self.file_score.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -318,16 +382,43 @@ class _PolicyRun:
             item = self.files.get(file_uri)
             outline = self._rendering(file_uri, _OUTLINE) if item is not None else None
             if item is None or outline is None or outline.token_count > max_outline:
-                continue
+                # Too big for the map: the outline of its best candidate stands for it.
+                stand_in = self._symbol_outline(file_uri, max_outline)
+                if stand_in is None:
+                    continue
+                item, outline = stand_in
+                note = "outline: stands in the file map for its file, too big to outline"
+            else:
+                note = "" if outline is item.fragment else "outline: file map (breadth)"
             if wanted is not None and _map_type(outline) not in wanted:
                 self.left_out[file_uri] = "not the kind of file the request is about"
                 continue
             if self.used + outline.token_count > limit:
                 self.left_out[file_uri] = "did not fit"
             else:
-                note = "" if outline is item.fragment else "outline: file map (breadth)"
                 self._take(item, outline, note)
                 mapped += 1
+                if item.uko_node != file_uri:
+                    self.stand_ins[item.uko_node] = self.chosen[-1]
+
+    def _symbol_outline(
+        self, file_uri: str, max_outline: int
+    ) -> tuple[ScoredFragment, ContextFragment] | None:
+        """The best symbol of ``file_uri`` not shown yet and its outline, when that takes
+        at most ``max_outline`` tokens."""
+        if self.symbols is None:
+            self.symbols = {}
+            for item in self.candidates:
+                if item.fragment.metadata.get("kind") != "file":
+                    self.symbols.setdefault(_file_of(item.fragment), []).append(item)
+        for item in self.symbols.get(file_uri, ()):
+            if item.uko_node in self.taken:
+                continue
+            outline = self._rendering(item.uko_node, _OUTLINE)
+            if outline is None or outline.token_count > max_outline:
+                return None
+            return item, outline
+        return None
 
     def _map_types(self) -> set[str] | None:
         """The types of file the map shows: those of the best candidates (None: any).
@@ -358,15 +449,7 @@ class _PolicyRun:
                 continue
             if self.used - shown + whole.token_count > limit:
                 continue
-            self.chosen = [s for s in self.chosen if _file_of(s.fragment) != file_uri]
-            for part in parts:
-                self.taken.discard(part.uko_node)
-                self.fallbacks.pop(part.uko_node, None)
-                self.notes.pop(part.uko_node, None)
-            self.used -= shown
-            self.spans.pop(file_uri, None)
-            self.signature_spans.pop(file_uri, None)
-            self.mapped.discard(file_uri)
+            self._remove(parts)
             best = max(parts, key=lambda s: s.score)
             note = f"full source: the whole file, in place of {len(parts)} of its parts"
             self._take(
@@ -376,6 +459,44 @@ class _PolicyRun:
             )
 
     # ---- bookkeeping ----------------------------------------------------------------------
+
+    def _parts_within(self, file_uri: str, span: tuple[int, int]) -> list[ScoredFragment]:
+        """The pieces chosen of ``file_uri`` that lie within ``span`` (a class's methods
+        shown), or none when a piece shown at full source overlaps ``span`` without lying
+        within it."""
+        parts = []
+        for chosen in self.chosen:
+            part_span = _span(chosen.fragment)
+            if part_span is None or _file_of(chosen.fragment) != file_uri:
+                continue
+            if span[0] <= part_span[0] and part_span[1] <= span[1]:
+                parts.append(chosen)
+            elif chosen.fragment.detail_depth == _FULL and _overlaps([span], part_span):
+                return []
+        return parts
+
+    def _remove(self, parts: Sequence[ScoredFragment]) -> None:
+        """Takes ``parts`` back out of the selection (something bigger shows them)."""
+        removed = {id(part) for part in parts}
+        self.chosen = [s for s in self.chosen if id(s) not in removed]
+        for part in parts:
+            node = part.uko_node
+            self.taken.discard(node)
+            self.listed.discard(node)
+            self.fallbacks.pop(node, None)
+            self.notes.pop(node, None)
+            self.used -= part.token_count
+            fragment = part.fragment
+            file_uri = _file_of(fragment)
+            if fragment.detail_depth == _OUTLINE and fragment.metadata.get("kind") == "file":
+                self.mapped.discard(file_uri)
+            span = _span(fragment)
+            for spans in (self.spans, self.signature_spans):
+                kept = [s for s in spans.get(file_uri, []) if s != span]
+                if kept:
+                    spans[file_uri] = kept
+                else:
+                    spans.pop(file_uri, None)
 
     def _shallower(self, node: str, depth: int, room: int) -> ContextFragment | None:
         """The node's deepest rendering shallower than ``depth`` that takes at most ``room``."""
