@@ -298,10 +298,10 @@ def _cart_and_pricing(
     return kb, scores, room
 
 
-def _full_source(kb: Any, scores: Mapping[str, float], room: int, **policy: Any) -> set[str]:
+def _full_source_in(kb: Any, scores: Mapping[str, float], room: int, **policy: Any) -> set[str]:
     """The nodes shown at full source in ``room`` tokens, the map and the spend target off."""
     chosen = PackingPolicy(map_share=0.0, max_piece_share=1.0, spend_target=0.0, **policy)
-    return {f.uko_node for f in _pack(kb, scores, room, chosen) if f.detail_depth == 9}
+    return _full_source(_pack(kb, scores, room, chosen))
 
 
 def test_code_concentrates_in_the_file_with_the_most_evidence(
@@ -310,7 +310,9 @@ def test_code_concentrates_in_the_file_with_the_most_evidence(
     kb, scores, room = _cart_and_pricing(new_repo, write, build, opened)
 
     def full_source(weight: float) -> set[str]:
-        return _full_source(kb, scores, room, file_evidence_weight=weight, file_evidence_full_at=0)
+        return _full_source_in(
+            kb, scores, room, file_evidence_weight=weight, file_evidence_full_at=0
+        )
 
     assert f"{_SHOP}/cart.py#Cart.step_0" in full_source(0.5)
     assert f"{_SHOP}/pricing.py#round_price" not in full_source(0.5)
@@ -323,7 +325,7 @@ def test_a_files_evidence_counts_less_at_a_budget_below_file_evidence_full_at(
     kb, scores, room = _cart_and_pricing(new_repo, write, build, opened)
 
     def full_source(full_at: int) -> set[str]:
-        return _full_source(kb, scores, room, file_evidence_full_at=full_at)
+        return _full_source_in(kb, scores, room, file_evidence_full_at=full_at)
 
     # At a budget of file_evidence_full_at the cart's evidence counts in full; at a
     # hundredth of it, the best node of the other file comes first.
@@ -490,6 +492,7 @@ def _big_and_small(
 
 
 def _full_source(fragments: list[ContextFragment]) -> set[str]:
+    """The nodes of ``fragments`` shown at full source."""
     return {f.uko_node for f in fragments if f.detail_depth == 9}
 
 
