@@ -17,11 +17,15 @@ References measured in the same run: one assembly at a time in a process of each
 installation (CPU milliseconds per request, the median of three passes over the questions,
 with the service's garbage-collector settings, and the throughput the machine's cores
 could give at this installation's cost), and ``GET /healthz`` with 30 clients on the
-one-worker service (the HTTP stack alone).
+one-worker service (the HTTP stack alone). ``--side-by-side`` adds, per thread count, this
+installation's assemblies run by that many threads at once in one process, no HTTP: CPU
+milliseconds and context switches per assembly (``getrusage``), what running assemblies
+side by side costs on its own.
 
     python bench/bench_server.py
     python bench/bench_server.py --repo /path/to/repo --workers 1,2 --clients 1,30 --seconds 10
     python bench/bench_server.py --against /path/to/main/.venv/bin/python --at-once 2,32
+    python bench/bench_server.py --workers 2 --clients 30 --at-once 2,32 --side-by-side 1,2,32
 """
 
 from __future__ import annotations
@@ -209,6 +213,46 @@ def in_process_of(python: str, repo: Path, bodies: list[dict[str, object]]) -> f
     return float(done.stdout.split()[-1])
 
 
+def side_by_side(
+    repo: Path, bodies: list[dict[str, object]], threads: int, seconds: float
+) -> tuple[float, float]:
+    """``threads`` threads assembling at once in this process for ``seconds`` (warm, with the
+    service's garbage-collector settings): (CPU seconds, context switches) per assembly."""
+    import gc
+    import resource
+
+    from contextfuse.assembler import ContextAssembler
+
+    with ContextAssembler(repo) as assembler:
+        for body in bodies[:8]:
+            assembler.assemble(str(body["query"]), int(str(body["budget"])), promote=False)
+        gc.set_threshold(100_000, 50, 100)  # as the service's processes
+        gc.freeze()
+        done = [0]
+        lock = threading.Lock()
+        stop_at = time.monotonic() + seconds
+
+        def work(offset: int) -> None:
+            i = offset
+            while time.monotonic() < stop_at:
+                body = bodies[i % len(bodies)]
+                assembler.assemble(str(body["query"]), int(str(body["budget"])), promote=False)
+                i += 1
+                with lock:
+                    done[0] += 1
+
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        workers = [threading.Thread(target=work, args=(n * 7,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    switches = (after.ru_nvcsw + after.ru_nivcsw) - (before.ru_nvcsw + before.ru_nivcsw)
+    return cpu / max(1, done[0]), switches / max(1, done[0])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=None, help="default: flask 2.3.3's sdist")
@@ -227,11 +271,18 @@ def main() -> None:
         default="",
         help="assemblies_at_once settings to run each row with (default: the service's)",
     )
+    parser.add_argument(
+        "--side-by-side",
+        default="",
+        help="thread counts: this installation's assemblies run by that many threads at once "
+        "in one process (CPU and context switches per assembly)",
+    )
     args = parser.parse_args()
     source = args.repo or flask_sdist()
     worker_counts = [int(n) for n in args.workers.split(",")]
     client_counts = [int(n) for n in args.clients.split(",")]
     at_once = [int(n) for n in args.at_once.split(",") if n]
+    side = [int(n) for n in args.side_by_side.split(",") if n]
     codes = {"this": sys.executable, **({"against": args.against} if args.against else {})}
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -277,6 +328,8 @@ def main() -> None:
                             else in_process_of(python, repo, bodies)
                         )
 
+        threaded = {n: side_by_side(repo, bodies, n, args.seconds) for n in side}
+
     files = sum(1 for p in source.rglob("*") if p.is_file())
     print(
         f"POST /v1/assemble over {source.name} ({files} files), budget {args.budget}, "
@@ -303,6 +356,12 @@ def main() -> None:
             f"  {percentile(latencies, 0.5) * 1000:6.0f}"
             f"  {percentile(latencies, 0.95) * 1000:6.0f}  {errors:6d}  {rate / ideal:14.2f}"
             f"  {spent * 1000:14.1f}"
+        )
+
+    for threads, (seconds, switches) in threaded.items():
+        print(
+            f"in-process, {threads} assembling at once (this): {seconds * 1000:.1f} ms CPU and "
+            f"{switches:.0f} context switches per assembly"
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextfuse.models import ContextFragment, ContextStrategyResult
@@ -84,9 +86,12 @@ def in_strategy_order(result: ContextStrategyResult) -> list[ContextFragment]:
     fragments = list(result.fragments)
     order = result.stats.get("fragment_order")
     if isinstance(order, list) and len(order) == len(fragments):
-        position = {fid: i for i, fid in reversed(list(enumerate(order)))}
-        if all(f.fragment_id in position for f in fragments):
-            return sorted(fragments, key=lambda f: position[f.fragment_id])
+        # Each id's first position, in one pass (hundreds of fragments a request).
+        position = dict(zip(reversed(order), range(len(order) - 1, -1, -1), strict=True))
+        places = [position.get(f.fragment_id, -1) for f in fragments]
+        if -1 not in places:
+            ordered = sorted(zip(places, fragments, strict=True), key=itemgetter(0))
+            return [fragment for _, fragment in ordered]
     ranks = result.stats.get("rank_order")
     if isinstance(ranks, list):
         rank = {node: i for i, node in reversed(list(enumerate(ranks)))}

@@ -40,6 +40,7 @@ Every depth other than the resolver's choice is recorded in ``fallbacks`` with i
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 
@@ -576,12 +577,24 @@ def _file_of(fragment: ContextFragment) -> str:
 
 def _map_type(fragment: ContextFragment) -> str:
     """The fragment's resource type, with test code a type of its own (``tests``)."""
-    path = fragment.provenance.resource_uri.split("/", 3)[-1]
-    return "tests" if is_test_path(path) else fragment.provenance.resource_type
+    provenance = fragment.provenance
+    return "tests" if _is_test_file(provenance.resource_uri) else provenance.resource_type
+
+
+# The passes look at each candidate's file and lines again and again, and a repository has
+# a bounded number of files and spans: each is worked out once per process.
+@functools.lru_cache(maxsize=8192)
+def _is_test_file(file_uri: str) -> bool:
+    return is_test_path(file_uri.split("/", 3)[-1])
 
 
 def _span(fragment: ContextFragment) -> tuple[int, int] | None:
-    match = _LOCATION.match(fragment.provenance.location or "")
+    return _parsed_span(fragment.provenance.location or "")
+
+
+@functools.lru_cache(maxsize=8192)
+def _parsed_span(location: str) -> tuple[int, int] | None:
+    match = _LOCATION.match(location)
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
