@@ -29,6 +29,7 @@ from contextfuse.plugin import (
     weigh_by_prior,
 )
 from contextfuse_semantic_embedding.strategy import shared_embedder
+from contextfuse_simple_keyword.literals import literal_evidence
 from contextfuse_simple_keyword.query import specific_mentions
 
 __all__ = ["ArceStrategy", "ArceWeights"]
@@ -46,6 +47,9 @@ class ArceWeights:
         the fusion.
     :param vector: cosine similarity of embeddings.
     :param mentions: files and symbols the request names exactly.
+    :param literals: implementation code holding the options, setting names and quoted
+        messages the request writes (``--collect-only``, ``ignore-paths``), found as phrases:
+        a report names what the user typed or read, the code spells it as a string literal.
     :param focus: the request's focus nodes.
     :param graph: personalized PageRank from the best fused nodes.
     :param history: files changed together with the best files.
@@ -58,6 +62,7 @@ class ArceWeights:
     code: float = 1.0
     vector: float = 1.0
     mentions: float = 2.0
+    literals: float = 2.0
     focus: float = 3.0
     graph: float = 0.6
     history: float = 0.3
@@ -121,6 +126,8 @@ class ArceStrategy(NodeScoringStrategy):
             lists["vector"] = self._vector_hits(query, backends)
             mentioned = specific_mentions(query, backends.nodes)
             lists["mentions"] = sorted(mentioned, key=lambda u: (-mentioned[u], u))
+            if w.literals > 0:
+                lists["literals"] = literal_evidence(query, backends)
         if request.focus_nodes:
             lists["focus"] = list(request.focus_nodes)
         return {name: ranking for name, ranking in lists.items() if ranking}
@@ -151,6 +158,7 @@ class ArceStrategy(NodeScoringStrategy):
             "code": w.code,
             "vector": w.vector,
             "mentions": w.mentions,
+            "literals": w.literals,
             "focus": w.focus,
             "graph": w.graph,
             "history": w.history,
