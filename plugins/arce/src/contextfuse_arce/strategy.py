@@ -1,7 +1,9 @@
 """The arce strategy: every retrieval signal fused by rank, then expanded through the graph.
 
 Text (BM25 over every node, over whole files and over implementation code alone), vector
-(embeddings) and exact mentions each rank the knowledge base's nodes;
+(embeddings), exact mentions and literal evidence (the options, setting names and quoted
+messages of the request, found as phrases in implementation code) each rank the knowledge
+base's nodes;
 reciprocal rank fusion combines the ranks while they still exist, so agreement between
 signals counts and no signal's score scale dominates. The best fused nodes seed a
 personalized PageRank over the code graph (calls, references, inheritance, imports,
@@ -201,7 +203,8 @@ class ArceStrategy(NodeScoringStrategy):
 
     def explain(self) -> str:
         return (
-            "Text (BM25), vector (embeddings) and exact mentions fused by reciprocal rank, "
+            "Text (BM25), vector (embeddings), exact mentions and literal evidence fused by "
+            "reciprocal rank, "
             "expanded by personalized PageRank over the code graph and by files changed "
             "together; implementation code above tests and prose unless asked."
         )
