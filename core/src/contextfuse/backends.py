@@ -34,6 +34,7 @@ __all__ = [
     "GraphBackend",
     "Node",
     "NodeStore",
+    "PhraseSearch",
     "PlanStore",
     "RegexSearch",
     "Rendering",
@@ -245,6 +246,26 @@ class RegexSearch(Protocol):
         ``kinds``, if given) holding the line it starts on; the score is that node's number
         of matching lines. Raises ``contextfuse.errors.InvalidPatternError``, naming what is
         wrong, for a pattern that cannot be searched.
+        """
+        ...
+
+
+@runtime_checkable
+class PhraseSearch(Protocol):
+    """Optional extension of a :class:`TextBackend`: search for words written in a row.
+
+    A text backend that also has ``search_phrase`` offers it (check with
+    ``isinstance(backend, PhraseSearch)``); one without it is still a complete TextBackend.
+    """
+
+    def search_phrase(
+        self, words: Sequence[str], limit: int = 50, kinds: Sequence[str] | None = None
+    ) -> list[SearchHit]:
+        """Nodes whose own text holds ``words`` one after the other, best first.
+
+        Words are compared as the text backend compares terms (case ignored); any characters
+        other than word characters may separate them in the text (``--collect-only`` holds
+        ``collect``, ``only``).
         """
         ...
 

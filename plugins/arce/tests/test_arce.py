@@ -166,3 +166,23 @@ def test_the_code_list_holds_symbols_of_every_language_not_only_functions(tmp_pa
     with open_backends(tmp_path) as go:
         _, lists = ArceStrategy().signals(ContextRequest(query="backoff jitter"), go)
     assert any(uri.endswith("#Backoff") for uri in lists["code"])
+
+
+def test_the_code_defining_an_option_the_request_writes_is_a_ranked_list(tmp_path):
+    (tmp_path / "cli.py").write_text(
+        'def add_options(parser):\n    parser.add_argument("--max-hops", type=int)\n\n\n'
+        "def hops(options):\n    return options.max_hops\n",
+        encoding="utf-8",
+    )
+    index(tmp_path, pm=make_plugin_manager(autoload=False))
+    with open_backends(tmp_path) as cli:
+        request = ContextRequest(query="the `--max-hops` option is ignored")
+        _, lists = ArceStrategy().signals(request, cli)
+    assert [uri.rsplit("#", 1)[-1] for uri in lists["literals"]] == ["add_options"]
+
+
+def test_without_a_literals_weight_there_is_no_literals_list(backends):
+    request = ContextRequest(query='the client says "raised when a response keeps redirecting"')
+    assert "literals" in ArceStrategy().signals(request, backends)[1]
+    _, lists = ArceStrategy(ArceWeights(literals=0.0)).signals(request, backends)
+    assert "literals" not in lists

@@ -10,6 +10,7 @@ with RE2 (``contextfuse.kb.regex_search``): linear in the text whatever the patt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from contextfuse.backends import SearchHit
@@ -28,6 +29,8 @@ MAX_QUERY_TERMS = 24
 #: They are left out of queries that have at least ``_ENOUGH_TERMS`` others.
 _COMMON_SHARE = 0.05
 _ENOUGH_TERMS = 8
+#: A term of a phrase: what the FTS5 tokenizer keeps of a word (``unicode61 tokenchars '_'``).
+_WORD = re.compile(r"\w+")
 #: bm25() weights of the columns name, path, body, parts.
 _WEIGHTS = (10.0, 4.0, 1.0, 0.5)
 
@@ -88,12 +91,29 @@ class SQLiteTextBackend:
             texts = ((file_id, stored_utf8(data, bool(cold))) for file_id, cold, data in files)
             return rank_matches(compiled, texts, spans_of, limit, kinds)
 
+    def search_phrase(
+        self, words: Sequence[str], limit: int = 50, kinds: Sequence[str] | None = None
+    ) -> list[SearchHit]:
+        """Nodes whose own text holds ``words`` in a row (the ``PhraseSearch`` extension)."""
+        terms = [term for word in words for term in _WORD.findall(word.lower())]
+        if not terms or limit <= 0:
+            return []
+        phrase = " ".join(terms)
+        return [
+            SearchHit(uri, score) for uri, score in self._query(f'body : "{phrase}"', limit, kinds)
+        ]
+
     def _match(
         self, terms: Sequence[str], limit: int, kinds: Sequence[str] | None
     ) -> list[tuple[str, float]]:
         if not terms:
             return []
         match = " OR ".join(f'"{term}"' for term in terms)
+        return self._query(match, limit, kinds)
+
+    def _query(
+        self, match: str, limit: int, kinds: Sequence[str] | None
+    ) -> list[tuple[str, float]]:
         weights = ", ".join(str(w) for w in _WEIGHTS)
         sql = (
             f"SELECT n.uri, bm25(fts, {weights}) AS rank FROM fts JOIN nodes n ON n.id = fts.rowid"

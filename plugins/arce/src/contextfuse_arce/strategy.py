@@ -1,7 +1,9 @@
 """The arce strategy: every retrieval signal fused by rank, then expanded through the graph.
 
 Text (BM25 over every node, over whole files and over implementation code alone), vector
-(embeddings) and exact mentions each rank the knowledge base's nodes;
+(embeddings), exact mentions and literal evidence (the options, setting names and quoted
+messages of the request, found as phrases in implementation code) each rank the knowledge
+base's nodes;
 reciprocal rank fusion combines the ranks while they still exist, so agreement between
 signals counts and no signal's score scale dominates. The best fused nodes seed a
 personalized PageRank over the code graph (calls, references, inheritance, imports,
@@ -29,6 +31,7 @@ from contextfuse.plugin import (
     weigh_by_prior,
 )
 from contextfuse_semantic_embedding.strategy import shared_embedder
+from contextfuse_simple_keyword.literals import literal_evidence
 from contextfuse_simple_keyword.query import specific_mentions
 
 __all__ = ["ArceStrategy", "ArceWeights"]
@@ -46,6 +49,9 @@ class ArceWeights:
         the fusion.
     :param vector: cosine similarity of embeddings.
     :param mentions: files and symbols the request names exactly.
+    :param literals: implementation code holding the options, setting names and quoted
+        messages the request writes (``--collect-only``, ``ignore-paths``), found as phrases:
+        a report names what the user typed or read, the code spells it as a string literal.
     :param focus: the request's focus nodes.
     :param graph: personalized PageRank from the best fused nodes.
     :param history: files changed together with the best files.
@@ -58,6 +64,7 @@ class ArceWeights:
     code: float = 1.0
     vector: float = 1.0
     mentions: float = 2.0
+    literals: float = 2.0
     focus: float = 3.0
     graph: float = 0.6
     history: float = 0.3
@@ -121,6 +128,8 @@ class ArceStrategy(NodeScoringStrategy):
             lists["vector"] = self._vector_hits(query, backends)
             mentioned = specific_mentions(query, backends.nodes)
             lists["mentions"] = sorted(mentioned, key=lambda u: (-mentioned[u], u))
+            if w.literals > 0:
+                lists["literals"] = literal_evidence(query, backends)
         if request.focus_nodes:
             lists["focus"] = list(request.focus_nodes)
         return {name: ranking for name, ranking in lists.items() if ranking}
@@ -151,6 +160,7 @@ class ArceStrategy(NodeScoringStrategy):
             "code": w.code,
             "vector": w.vector,
             "mentions": w.mentions,
+            "literals": w.literals,
             "focus": w.focus,
             "graph": w.graph,
             "history": w.history,
@@ -193,7 +203,8 @@ class ArceStrategy(NodeScoringStrategy):
 
     def explain(self) -> str:
         return (
-            "Text (BM25), vector (embeddings) and exact mentions fused by reciprocal rank, "
+            "Text (BM25), vector (embeddings), exact mentions and literal evidence fused by "
+            "reciprocal rank, "
             "expanded by personalized PageRank over the code graph and by files changed "
             "together; implementation code above tests and prose unless asked."
         )
