@@ -6,11 +6,12 @@ and read ``a/b.py`` as one file-path token, and the two stores must find the sam
 The four columns of the SQLite store map to the four weights: name A, path B, body C,
 identifier parts D, ranked by ``ts_rank`` with weights in the SQLite store's proportions.
 
-Regular-expression search (:meth:`PostgresTextBackend.search_regex`) finds the same nodes as the
-SQLite store's: PostgreSQL's ``~`` operator narrows the files on the server (the pattern
+Regular-expression search (:meth:`PostgresTextBackend.search_regex`) finds the same nodes as
+the SQLite store's: PostgreSQL's ``~`` operator narrows the files on the server (the pattern
 rewritten to PostgreSQL's flavour, under a statement timeout), and the core's RE2 scan
 (``contextfuse.kb.regex_search``) reads the files it keeps. A pattern PostgreSQL reads
-otherwise, or cannot read in time, is scanned by RE2 alone over every file.
+otherwise, or cannot read in time, is scanned by RE2 alone over every file. Phrase search
+(:meth:`PostgresTextBackend.search_phrase`) is a regular expression of the phrase's words.
 """
 
 from __future__ import annotations
@@ -165,6 +166,21 @@ class PostgresTextBackend:
                 return [NodeSpan(*row) for row in rows]
 
             return rank_matches(compiled, self._texts(conn, candidates), spans_of, limit, kinds)
+
+    def search_phrase(
+        self, words: Sequence[str], limit: int = 50, kinds: Sequence[str] | None = None
+    ) -> list[SearchHit]:
+        """Nodes whose own text holds ``words`` in a row (the ``PhraseSearch`` extension).
+
+        The ``tsvector`` keeps no word order, so the phrase is a regular expression over the
+        files (:meth:`search_regex`): the words, case ignored, apart by anything but word
+        characters, as the SQLite store's full-text phrase matches them.
+        """
+        terms = [term for word in words for term in _WORD.findall(word.lower())]
+        if not terms or limit <= 0:
+            return []
+        pattern = r"\b" + r"\W+".join(re.escape(term) for term in terms) + r"\b"
+        return self.search_regex(pattern, limit, kinds, ignore_case=True)
 
     def _narrowed(self, conn: Any, pattern: str | None) -> list[int] | None:
         """Ids of the project's files PostgreSQL's ``~`` keeps (cold files always: their
