@@ -28,6 +28,7 @@ from contextfuse.plugin import (
     reciprocal_rank_fusion,
     weigh_by_prior,
 )
+from contextfuse_arce.callees import callee_ranking
 from contextfuse_semantic_embedding.strategy import shared_embedder
 from contextfuse_simple_keyword.query import specific_mentions
 
@@ -49,7 +50,10 @@ class ArceWeights:
     :param focus: the request's focus nodes.
     :param graph: personalized PageRank from the best fused nodes.
     :param history: files changed together with the best files.
+    :param callees: functions and methods the best fused nodes call (``callees.py``).
     :param seeds: how many of the best fused nodes seed the graph walk.
+    :param callers: how many of the best fused nodes have their callees ranked.
+    :param callee_hits: how deep the callee list goes.
     :param hits: how deep the text and vector lists go.
     """
 
@@ -61,7 +65,10 @@ class ArceWeights:
     focus: float = 3.0
     graph: float = 0.6
     history: float = 0.3
+    callees: float = 1.5
     seeds: int = 30
+    callers: int = 20
+    callee_hits: int = 30
     hits: int = 300
 
 
@@ -154,6 +161,7 @@ class ArceStrategy(NodeScoringStrategy):
             "focus": w.focus,
             "graph": w.graph,
             "history": w.history,
+            "callees": w.callees,
         }
         lists = self.rankings(request, backends)
         fused = reciprocal_rank_fusion(lists, weights)
@@ -163,6 +171,11 @@ class ArceStrategy(NodeScoringStrategy):
             lists["graph"] = [h.uri for h in walk]
         if seeds and backends.temporal is not None:
             lists["history"] = self._co_changed(seeds, backends)
+        # A request that names code is answered by what it names; one in plain words finds
+        # the dispatcher whose words it shares more easily than the helpers doing the work.
+        if seeds and w.callees > 0 and not lists.get("mentions"):
+            callers = [u for u in seeds if not is_test_path(_path_of(u))][: w.callers]
+            lists["callees"] = callee_ranking(callers, backends, w.callee_hits)
         fused = reciprocal_rank_fusion({k: v for k, v in lists.items() if v}, weights)
         return fused, lists
 
