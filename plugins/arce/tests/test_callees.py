@@ -139,3 +139,13 @@ def test_without_a_callee_weight_there_is_no_callee_list(tmp_path):
             ContextRequest(query="how does exec find the plugin for a service"), backends
         )
     assert "callees" not in lists
+
+
+def test_the_helpers_of_the_best_callees_follow_when_asked(tmp_path):
+    with _open(tmp_path, {"src/PluginManager.java": MANAGER}) as backends:
+        exec_ = _uri(backends, "src/PluginManager.java", "PluginManager.exec")
+        one_hop = callee_ranking([exec_], backends, limit=10)
+        two_hops = callee_ranking([exec_], backends, limit=10, second=1)
+    helper = _uri(backends, "src/PluginManager.java", "PluginManager.instantiatePlugin")
+    assert helper not in one_hop
+    assert helper in two_hops

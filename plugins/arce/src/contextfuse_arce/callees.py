@@ -15,7 +15,7 @@ graph: a name such as ``append`` or ``render`` would match every type's method o
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from contextfuse.plugin import BackendSet, Node, is_test_path
 
@@ -44,22 +44,17 @@ def _callables_by_name(backends: BackendSet, container: str, owner: str) -> dict
     return found
 
 
-def callee_ranking(callers: Sequence[str], backends: BackendSet, limit: int) -> list[str]:
-    """Functions and methods called by ``callers`` (best first), best-called first.
-
-    A callee scores ``1 / (K + rank)`` for each caller that calls it, so the helpers of the
-    best caller come first and a helper several of them call gains from each. Callers that
-    are not functions or methods, and callees in test files, are left out.
-    """
+def _called_by(
+    callers: Mapping[str, float],
+    backends: BackendSet,
+    local: dict[tuple[str, str], dict[str, list[str]]],
+) -> dict[str, float]:
+    """Each callee of ``callers`` with the sum of its callers' weights."""
     nodes = backends.nodes.get_nodes(list(callers))
-    callers = [u for u in callers if u in nodes and nodes[u].kind in CALLABLE_KINDS]
-    if not callers:
-        return []
-    sources = backends.nodes.get_renderings(callers, depths=(_FULL_SOURCE,))
-    # Each container's callables, read once: the file's functions and each type's methods.
-    local: dict[tuple[str, str], dict[str, list[str]]] = {}
+    uris = [u for u in callers if u in nodes and nodes[u].kind in CALLABLE_KINDS]
+    sources = backends.nodes.get_renderings(uris, depths=(_FULL_SOURCE,)) if uris else {}
     scores: dict[str, float] = {}
-    for rank, uri in enumerate(callers, start=1):
+    for uri in uris:
         found: set[str] = set()
         if backends.graph is not None:
             found.update(e.target for e in backends.graph.neighbors(uri, ("calls",), "out"))
@@ -75,7 +70,31 @@ def callee_ranking(callers: Sequence[str], backends: BackendSet, limit: int) -> 
                     found.update(local[scope].get(name, ()))
         found.discard(uri)
         for callee in found:
-            scores[callee] = scores.get(callee, 0.0) + 1.0 / (_K + rank)
+            scores[callee] = scores.get(callee, 0.0) + callers[uri]
+    return scores
+
+
+def callee_ranking(
+    callers: Sequence[str], backends: BackendSet, limit: int, second: int = 0
+) -> list[str]:
+    """Functions and methods called by ``callers`` (best first), best-called first.
+
+    A callee scores ``1 / (K + rank)`` for each caller that calls it, so the helpers of the
+    best caller come first and a helper several of them call gains from each. The ``second``
+    best callees' own callees follow (a dispatcher's helper often hands the work on), each
+    scoring half its caller's score. Callers that are not functions or methods, and callees
+    in test files, are left out.
+    """
+    # Each container's callables, read once: the file's functions and each type's methods.
+    local: dict[tuple[str, str], dict[str, list[str]]] = {}
+    weights = {uri: 1.0 / (_K + rank) for rank, uri in enumerate(callers, start=1)}
+    scores = _called_by(weights, backends, local)
+    if second > 0 and scores:
+        best = sorted((u for u in scores if u not in weights), key=lambda u: (-scores[u], u))
+        hop = {u: scores[u] / 2 for u in best[:second]}
+        for callee, score in _called_by(hop, backends, local).items():
+            if callee not in weights:
+                scores[callee] = scores.get(callee, 0.0) + score
     if not scores:
         return []
     kinds = backends.nodes.get_nodes(list(scores))

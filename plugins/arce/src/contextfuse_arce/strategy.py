@@ -6,7 +6,8 @@ reciprocal rank fusion combines the ranks while they still exist, so agreement b
 signals counts and no signal's score scale dominates. The best fused nodes seed a
 personalized PageRank over the code graph (calls, references, inheritance, imports,
 containment) and, when the repository has history, the files changed together with the best
-files; both join the fusion as further ranked lists. A prior by kind of node keeps
+files; both join the fusion as further ranked lists, and so do the functions the best nodes
+call when the request names no code (``callees.py``). A prior by kind of node keeps
 implementation code above its tests and above prose unless the request asks for those.
 The result is a ranking; the pipeline renders it and spends the budget.
 """
@@ -54,6 +55,7 @@ class ArceWeights:
     :param seeds: how many of the best fused nodes seed the graph walk.
     :param callers: how many of the best fused nodes have their callees ranked.
     :param callee_hits: how deep the callee list goes.
+    :param second_callers: how many of the best callees have their own callees ranked too.
     :param hits: how deep the text and vector lists go.
     """
 
@@ -69,6 +71,7 @@ class ArceWeights:
     seeds: int = 30
     callers: int = 20
     callee_hits: int = 30
+    second_callers: int = 10
     hits: int = 300
 
 
@@ -175,7 +178,7 @@ class ArceStrategy(NodeScoringStrategy):
         # the dispatcher whose words it shares more easily than the helpers doing the work.
         if seeds and w.callees > 0 and not lists.get("mentions"):
             callers = [u for u in seeds if not is_test_path(_path_of(u))][: w.callers]
-            lists["callees"] = callee_ranking(callers, backends, w.callee_hits)
+            lists["callees"] = callee_ranking(callers, backends, w.callee_hits, w.second_callers)
         fused = reciprocal_rank_fusion({k: v for k, v in lists.items() if v}, weights)
         return fused, lists
 
