@@ -133,6 +133,15 @@ def test_a_request_naming_code_has_no_callee_list(tmp_path):
     assert "callees" not in lists
 
 
+def test_a_request_for_tests_has_no_callee_list(tmp_path):
+    files = {"src/PluginManager.java": MANAGER, "src/PluginManagerTest.java": TEST}
+    with _open(tmp_path, files) as backends:
+        _, lists = ArceStrategy().signals(
+            ContextRequest(query="add unit tests for finding the plugin of a service"), backends
+        )
+    assert "callees" not in lists
+
+
 def test_without_a_callee_weight_there_is_no_callee_list(tmp_path):
     with _open(tmp_path, {"src/PluginManager.java": MANAGER}) as backends:
         _, lists = ArceStrategy(ArceWeights(callees=0.0)).signals(

@@ -24,6 +24,7 @@ from contextfuse.plugin import (
     BackendSet,
     ContextRequest,
     NodeScoringStrategy,
+    RequestIntent,
     StrategyCapabilities,
     is_test_path,
     reciprocal_rank_fusion,
@@ -174,9 +175,12 @@ class ArceStrategy(NodeScoringStrategy):
             lists["graph"] = [h.uri for h in walk]
         if seeds and backends.temporal is not None:
             lists["history"] = self._co_changed(seeds, backends)
-        # A request that names code is answered by what it names; one in plain words finds
-        # the dispatcher whose words it shares more easily than the helpers doing the work.
-        if seeds and w.callees > 0 and not lists.get("mentions"):
+        # A request that names code is answered by what it names, one that asks for tests or
+        # docs by those; one in plain words about the code finds the dispatcher whose words
+        # it shares more easily than the helpers doing the work.
+        intent = RequestIntent.of(request.query)
+        asks_code = not (lists.get("mentions") or intent.wants_tests or intent.wants_docs)
+        if seeds and w.callees > 0 and asks_code:
             callers = [u for u in seeds if not is_test_path(_path_of(u))][: w.callers]
             lists["callees"] = callee_ranking(callers, backends, w.callee_hits, w.second_callers)
         fused = reciprocal_rank_fusion({k: v for k, v in lists.items() if v}, weights)
