@@ -8,7 +8,8 @@ reciprocal rank fusion combines the ranks while they still exist, so agreement b
 signals counts and no signal's score scale dominates. The best fused nodes seed a
 personalized PageRank over the code graph (calls, references, inheritance, imports,
 containment) and, when the repository has history, the files changed together with the best
-files; both join the fusion as further ranked lists. A prior by kind of node keeps
+files; both join the fusion as further ranked lists, and so do the functions the best nodes
+call when the request names no code (``callees.py``). A prior by kind of node keeps
 implementation code above its tests and above prose unless the request asks for those.
 The result is a ranking; the pipeline renders it and spends the budget.
 """
@@ -25,11 +26,13 @@ from contextfuse.plugin import (
     BackendSet,
     ContextRequest,
     NodeScoringStrategy,
+    RequestIntent,
     StrategyCapabilities,
     is_test_path,
     reciprocal_rank_fusion,
     weigh_by_prior,
 )
+from contextfuse_arce.callees import callee_ranking
 from contextfuse_semantic_embedding.strategy import shared_embedder
 from contextfuse_simple_keyword.literals import literal_evidence
 from contextfuse_simple_keyword.query import specific_mentions
@@ -55,7 +58,11 @@ class ArceWeights:
     :param focus: the request's focus nodes.
     :param graph: personalized PageRank from the best fused nodes.
     :param history: files changed together with the best files.
+    :param callees: functions and methods the best fused nodes call (``callees.py``).
     :param seeds: how many of the best fused nodes seed the graph walk.
+    :param callers: how many of the best fused nodes have their callees ranked.
+    :param callee_hits: how deep the callee list goes.
+    :param second_callers: how many of the best callees have their own callees ranked too.
     :param hits: how deep the text and vector lists go.
     """
 
@@ -68,7 +75,11 @@ class ArceWeights:
     focus: float = 3.0
     graph: float = 0.6
     history: float = 0.3
+    callees: float = 1.5
     seeds: int = 30
+    callers: int = 20
+    callee_hits: int = 30
+    second_callers: int = 10
     hits: int = 300
 
 
@@ -164,6 +175,7 @@ class ArceStrategy(NodeScoringStrategy):
             "focus": w.focus,
             "graph": w.graph,
             "history": w.history,
+            "callees": w.callees,
         }
         lists = self.rankings(request, backends)
         fused = reciprocal_rank_fusion(lists, weights)
@@ -173,6 +185,14 @@ class ArceStrategy(NodeScoringStrategy):
             lists["graph"] = [h.uri for h in walk]
         if seeds and backends.temporal is not None:
             lists["history"] = self._co_changed(seeds, backends)
+        # A request that names code is answered by what it names, one that asks for tests or
+        # docs by those; one in plain words about the code finds the dispatcher whose words
+        # it shares more easily than the helpers doing the work.
+        intent = RequestIntent.of(request.query)
+        asks_code = not (lists.get("mentions") or intent.wants_tests or intent.wants_docs)
+        if seeds and w.callees > 0 and asks_code:
+            callers = [u for u in seeds if not is_test_path(_path_of(u))][: w.callers]
+            lists["callees"] = callee_ranking(callers, backends, w.callee_hits, w.second_callers)
         fused = reciprocal_rank_fusion({k: v for k, v in lists.items() if v}, weights)
         return fused, lists
 
