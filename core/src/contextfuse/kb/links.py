@@ -6,13 +6,17 @@ resolved from all files' facts together, because a name is unambiguous only with
 the whole repository.
 
 Resolution, for a name used in a symbol: a symbol of the same file, then a name bound by an
-import, then the one symbol of the repository with that name; ``.name(...)`` (an attribute
-call) resolves to a method of the enclosing class, then to the only method so named.
-Anything else is ambiguous and left out.
+import, then the one symbol of the repository with that name. A call on the symbol's own
+object (``self.name(...)``, ``this.name(...)``, ``Self::name(...)``, a Go method's receiver;
+stored as ``@name``) resolves to the method of the nearest enclosing type that has one, then
+to the only method so named; so does a bare ``name(...)`` in a Java class, before the other
+rules. ``.name(...)`` on anything else resolves to the only method so named. Anything else
+is ambiguous and left out.
 """
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections import Counter
@@ -36,6 +40,18 @@ __all__ = [
 
 _CALL = re.compile(r"\.?\b[A-Za-z_]\w*(?=\s*\()")
 _CAPITALISED = re.compile(r"\b[A-Z]\w+")
+#: The names a method's own object goes by, per language (Go's is the receiver's name).
+_SELF_NAMES = {
+    "python": ("self", "cls"),
+    "javascript": ("this",),
+    "typescript": ("this",),
+    "tsx": ("this",),
+    "java": ("this",),
+    "rust": ("self", "Self"),
+}
+_GO_RECEIVER = re.compile(r"^\s*func\s*\(\s*([A-Za-z_]\w*)\s", re.MULTILINE)
+#: Languages where a bare ``name(...)`` in a class body calls the class's own method.
+_IMPLICIT_THIS = frozenset({"java"})
 _GO_MODULE = re.compile(r"^module\s+\"?([^\s\"]+)", re.MULTILINE)
 _MAX_MODULE_FILES = 20  # a Go import links to at most this many files of the package
 _CODE_KINDS = frozenset(
@@ -56,6 +72,7 @@ _CODE_KINDS = frozenset(
         "macro",
     }
 )
+_CALLABLE_KINDS = frozenset({"function", "method"})
 _CODE_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java"})
 _JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 
@@ -92,8 +109,12 @@ def extract_facts(parsed: ParsedFile, drafts: list[NodeDraft]) -> dict[str, Any]
         return {}
     bases = {s.qualname: s.bases for s in parsed.symbols if s.bases}
     symbols: dict[str, dict[str, Any]] = {}
+    own = _SELF_NAMES.get(parsed.language, ())
     for draft in drafts:
-        entry = _names(draft.own_text)
+        if parsed.language == "go" and draft.kind == "method":
+            receiver = _GO_RECEIVER.search(draft.own_text)
+            own = (receiver.group(1),) if receiver else ()
+        entry = _names(draft.own_text, own)
         if draft.qualname in bases:
             entry["bases"] = bases[draft.qualname]
         if entry:
@@ -111,8 +132,10 @@ def go_module(go_mod: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _names(text: str) -> dict[str, Any]:
+def _names(text: str, own: tuple[str, ...]) -> dict[str, Any]:
     calls = Counter(_CALL.findall(text))
+    if own and calls:
+        _mark_own_calls(text, own, calls)
     refs = Counter(_CAPITALISED.findall(text))
     refs.subtract({name: n for name, n in calls.items() if not name.startswith(".")})
     entry: dict[str, Any] = {}
@@ -122,6 +145,23 @@ def _names(text: str) -> dict[str, Any]:
     if kept:
         entry["refs"] = kept
     return entry
+
+
+def _mark_own_calls(text: str, own: tuple[str, ...], calls: Counter[str]) -> None:
+    """Count the calls on the method's own object (``self.x(``, ``Self::x(``) as ``@x``."""
+    for separator, name in _own_call_pattern(own).findall(text):
+        counted = f".{name}" if separator == "." else name  # ``Self::x(`` reads as ``x(``
+        if calls[counted] <= 0:
+            continue
+        calls[counted] -= 1
+        if not calls[counted]:
+            del calls[counted]
+        calls[f"@{name}"] += 1
+
+
+@functools.lru_cache(maxsize=256)
+def _own_call_pattern(own: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(rf"\b(?:{'|'.join(own)})\s*(\.|::)\s*([A-Za-z_]\w*)(?=\s*\()")
 
 
 def build_edges(
@@ -204,12 +244,16 @@ class _Resolver:
             if source is None:
                 continue
             owner = qualname.rsplit(".", 1)[0] if "." in qualname else ""
+            implicit = facts.language in _IMPLICIT_THIS
             for name, count in entry.get("calls", {}).items():
-                found = (
-                    self.member(path, owner, name[1:])
-                    if name.startswith(".")
-                    else self.name(path, name, bound)
-                )
+                if name[0] == "@":
+                    found = self.own(path, owner, name[1:]) or self.member(name[1:])
+                elif name[0] == ".":
+                    found = self.member(name[1:])
+                else:
+                    found = (implicit and self.own(path, owner, name)) or self.name(
+                        path, name, bound
+                    )
                 if found is not None:
                     self.add(source.id, found.id, "calls", count)
             for name, count in entry.get("refs", {}).items():
@@ -232,12 +276,21 @@ class _Resolver:
         candidates = self.top.get(name, ())
         return candidates[0] if len(candidates) == 1 else None
 
-    def member(self, path: str, owner: str, name: str) -> NodeKey | None:
-        # ``self.save()`` inside ``Model.delete``: ``owner`` is the method's class.
-        if owner:
+    def own(self, path: str, owner: str, name: str) -> NodeKey | None:
+        """The method ``name`` of ``owner`` or of the nearest type enclosing it.
+
+        ``self.save()`` inside ``Model.delete``: ``owner`` is ``Model``; a bare ``save()`` in
+        ``Outer.Inner.go`` finds ``Outer.Inner.save``, then ``Outer.save``.
+        """
+        while owner:
             found = self.by_key.get((path, f"{owner}.{name}"))
-            if found is not None:
+            if found is not None and found.kind in _CALLABLE_KINDS:
                 return found
+            owner = owner.rpartition(".")[0]
+        return None
+
+    def member(self, name: str) -> NodeKey | None:
+        """The only method (or, for ``module.function()``, top-level symbol) named ``name``."""
         candidates = self.members.get(name)
         if candidates is None:  # ``module.function()``
             candidates = self.top.get(name, [])
