@@ -124,3 +124,18 @@ def test_a_typescript_call_on_this_links_to_the_method_of_the_class(
         },
     )
     assert calls(kb, "project://tsthis/a.ts#A.run") == {"A.step"}
+
+
+def test_a_call_on_self_links_to_the_method_of_the_base_class(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    kb = indexed(
+        "pybase",
+        {
+            "base.py": "class Base:\n    def helper(self):\n        return 1\n",
+            "view.py": "from base import Base\n\n\nclass View(Base):\n"
+            "    def get(self):\n        return self.helper()\n",
+            "other.py": "class Other:\n    def helper(self):\n        return 2\n",
+        },
+    )
+    assert calls(kb, "project://pybase/view.py#View.get") == {"Base.helper"}

@@ -52,6 +52,7 @@ _SELF_NAMES = {
 _GO_RECEIVER = re.compile(r"^\s*func\s*\(\s*([A-Za-z_]\w*)\s", re.MULTILINE)
 #: Languages where a bare ``name(...)`` in a class body calls the class's own method.
 _IMPLICIT_THIS = frozenset({"java"})
+_BASE_END = re.compile(r"[<\[(]")
 _GO_MODULE = re.compile(r"^module\s+\"?([^\s\"]+)", re.MULTILINE)
 _MAX_MODULE_FILES = 20  # a Go import links to at most this many files of the package
 _CODE_KINDS = frozenset(
@@ -239,7 +240,8 @@ class _Resolver:
             target = self.binding_target(facts, module, name)
             if target is not None:
                 bound[local] = target
-        for qualname, entry in data.get("symbols", {}).items():
+        symbols = data.get("symbols", {})
+        for qualname, entry in symbols.items():
             source = self.by_key.get((path, qualname))
             if source is None:
                 continue
@@ -247,13 +249,13 @@ class _Resolver:
             implicit = facts.language in _IMPLICIT_THIS
             for name, count in entry.get("calls", {}).items():
                 if name[0] == "@":
-                    found = self.own(path, owner, name[1:]) or self.member(name[1:])
+                    found = self.own(path, owner, name[1:], symbols, bound)
+                    found = found or self.member(name[1:])
                 elif name[0] == ".":
                     found = self.member(name[1:])
                 else:
-                    found = (implicit and self.own(path, owner, name)) or self.name(
-                        path, name, bound
-                    )
+                    found = self.own(path, owner, name, symbols, bound) if implicit else None
+                    found = found or self.name(path, name, bound)
                 if found is not None:
                     self.add(source.id, found.id, "calls", count)
             for name, count in entry.get("refs", {}).items():
@@ -276,18 +278,35 @@ class _Resolver:
         candidates = self.top.get(name, ())
         return candidates[0] if len(candidates) == 1 else None
 
-    def own(self, path: str, owner: str, name: str) -> NodeKey | None:
-        """The method ``name`` of ``owner`` or of the nearest type enclosing it.
+    def own(
+        self,
+        path: str,
+        owner: str,
+        name: str,
+        symbols: Mapping[str, Any],
+        bound: Mapping[str, NodeKey],
+    ) -> NodeKey | None:
+        """The method ``name`` of ``owner`` or its bases, else of the nearest enclosing type.
 
-        ``self.save()`` inside ``Model.delete``: ``owner`` is ``Model``; a bare ``save()`` in
-        ``Outer.Inner.go`` finds ``Outer.Inner.save``, then ``Outer.save``.
+        ``self.save()`` inside ``Model.delete``: ``owner`` is ``Model``, then ``Model``'s
+        bases; a bare ``save()`` in ``Outer.Inner.go`` finds ``Outer.Inner.save``, then
+        ``Outer.save``. ``symbols`` are the file's facts, which name ``owner``'s bases.
         """
         while owner:
-            found = self.by_key.get((path, f"{owner}.{name}"))
-            if found is not None and found.kind in _CALLABLE_KINDS:
+            found = self.method(path, owner, name)
+            if found is not None:
                 return found
+            for base in symbols.get(owner, {}).get("bases", ()):
+                target = self.name(path, _base_name(base), bound)
+                found = target and self.method(target.path, target.qualname, name)
+                if found is not None:
+                    return found
             owner = owner.rpartition(".")[0]
         return None
+
+    def method(self, path: str, owner: str, name: str) -> NodeKey | None:
+        found = self.by_key.get((path, f"{owner}.{name}"))
+        return found if found is not None and found.kind in _CALLABLE_KINDS else None
 
     def member(self, name: str) -> NodeKey | None:
         """The only method (or, for ``module.function()``, top-level symbol) named ``name``."""
@@ -342,6 +361,11 @@ class _Resolver:
                 return symbol
         submodule = self.modules.get(f"{absolute}.{name}")
         return self.by_key.get((submodule, "")) if submodule else None
+
+
+def _base_name(base: str) -> str:
+    """The class a base expression names: ``models.Model`` -> ``Model``, ``List<T>`` -> ``List``."""
+    return _BASE_END.split(base, 1)[0].rpartition(".")[2].strip()
 
 
 def _python_modules(file_ids: Mapping[str, int]) -> tuple[dict[str, str], dict[str, str]]:
