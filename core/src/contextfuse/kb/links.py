@@ -150,19 +150,24 @@ def _names(text: str, own: tuple[str, ...]) -> dict[str, Any]:
 
 def _mark_own_calls(text: str, own: tuple[str, ...], calls: Counter[str]) -> None:
     """Count the calls on the method's own object (``self.x(``, ``Self::x(``) as ``@x``."""
-    for separator, name in _own_call_pattern(own).findall(text):
+    found = Counter(m for pattern in _own_call_patterns(own) for m in pattern.findall(text))
+    for (separator, name), n in found.items():
         counted = f".{name}" if separator == "." else name  # ``Self::x(`` reads as ``x(``
-        if calls[counted] <= 0:
+        moved = min(n, calls[counted])
+        if moved <= 0:
             continue
-        calls[counted] -= 1
-        if not calls[counted]:
+        if moved == calls[counted]:
             del calls[counted]
-        calls[f"@{name}"] += 1
+        else:
+            calls[counted] -= moved
+        calls[f"@{name}"] += moved
 
 
 @functools.lru_cache(maxsize=256)
-def _own_call_pattern(own: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile(rf"\b(?:{'|'.join(own)})\s*(\.|::)\s*([A-Za-z_]\w*)(?=\s*\()")
+def _own_call_patterns(own: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    # One pattern per word, starting with it: a literal prefix is searched for 8 times as
+    # fast as ``\b(?:self|cls)`` is tried at every position (Django's files).
+    return tuple(re.compile(rf"{w}(?<![\w$]{w})\s*(\.|::)\s*([A-Za-z_]\w*)(?=\s*\()") for w in own)
 
 
 def build_edges(
