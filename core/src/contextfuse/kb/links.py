@@ -6,13 +6,17 @@ resolved from all files' facts together, because a name is unambiguous only with
 the whole repository.
 
 Resolution, for a name used in a symbol: a symbol of the same file, then a name bound by an
-import, then the one symbol of the repository with that name; ``.name(...)`` (an attribute
-call) resolves to a method of the enclosing class, then to the only method so named.
-Anything else is ambiguous and left out.
+import, then the one symbol of the repository with that name. A call on the symbol's own
+object (``self.name(...)``, ``this.name(...)``, ``Self::name(...)``, a Go method's receiver;
+stored as ``@name``) resolves to the method of the nearest enclosing type that has one, then
+to the only method so named; so does a bare ``name(...)`` in a Java class, before the other
+rules. ``.name(...)`` on anything else resolves to the only method so named. Anything else
+is ambiguous and left out.
 """
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections import Counter
@@ -36,6 +40,19 @@ __all__ = [
 
 _CALL = re.compile(r"\.?\b[A-Za-z_]\w*(?=\s*\()")
 _CAPITALISED = re.compile(r"\b[A-Z]\w+")
+#: The names a method's own object goes by, per language (Go's is the receiver's name).
+_SELF_NAMES = {
+    "python": ("self", "cls"),
+    "javascript": ("this",),
+    "typescript": ("this",),
+    "tsx": ("this",),
+    "java": ("this",),
+    "rust": ("self", "Self"),
+}
+_GO_RECEIVER = re.compile(r"^\s*func\s*\(\s*([A-Za-z_]\w*)\s", re.MULTILINE)
+#: Languages where a bare ``name(...)`` in a class body calls the class's own method.
+_IMPLICIT_THIS = frozenset({"java"})
+_BASE_END = re.compile(r"[<\[(]")
 _GO_MODULE = re.compile(r"^module\s+\"?([^\s\"]+)", re.MULTILINE)
 _MAX_MODULE_FILES = 20  # a Go import links to at most this many files of the package
 _CODE_KINDS = frozenset(
@@ -56,6 +73,7 @@ _CODE_KINDS = frozenset(
         "macro",
     }
 )
+_CALLABLE_KINDS = frozenset({"function", "method"})
 _CODE_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java"})
 _JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 
@@ -92,8 +110,12 @@ def extract_facts(parsed: ParsedFile, drafts: list[NodeDraft]) -> dict[str, Any]
         return {}
     bases = {s.qualname: s.bases for s in parsed.symbols if s.bases}
     symbols: dict[str, dict[str, Any]] = {}
+    own = _SELF_NAMES.get(parsed.language, ())
     for draft in drafts:
-        entry = _names(draft.own_text)
+        if parsed.language == "go" and draft.kind == "method":
+            receiver = _GO_RECEIVER.search(draft.own_text)
+            own = (receiver.group(1),) if receiver else ()
+        entry = _names(draft.own_text, own)
         if draft.qualname in bases:
             entry["bases"] = bases[draft.qualname]
         if entry:
@@ -111,8 +133,10 @@ def go_module(go_mod: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _names(text: str) -> dict[str, Any]:
+def _names(text: str, own: tuple[str, ...]) -> dict[str, Any]:
     calls = Counter(_CALL.findall(text))
+    if own and calls:
+        _mark_own_calls(text, own, calls)
     refs = Counter(_CAPITALISED.findall(text))
     refs.subtract({name: n for name, n in calls.items() if not name.startswith(".")})
     entry: dict[str, Any] = {}
@@ -122,6 +146,28 @@ def _names(text: str) -> dict[str, Any]:
     if kept:
         entry["refs"] = kept
     return entry
+
+
+def _mark_own_calls(text: str, own: tuple[str, ...], calls: Counter[str]) -> None:
+    """Count the calls on the method's own object (``self.x(``, ``Self::x(``) as ``@x``."""
+    found = Counter(m for pattern in _own_call_patterns(own) for m in pattern.findall(text))
+    for (separator, name), n in found.items():
+        counted = f".{name}" if separator == "." else name  # ``Self::x(`` reads as ``x(``
+        moved = min(n, calls[counted])
+        if moved <= 0:
+            continue
+        if moved == calls[counted]:
+            del calls[counted]
+        else:
+            calls[counted] -= moved
+        calls[f"@{name}"] += moved
+
+
+@functools.lru_cache(maxsize=256)
+def _own_call_patterns(own: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    # One pattern per word, starting with it: a literal prefix is searched for 8 times as
+    # fast as ``\b(?:self|cls)`` is tried at every position (Django's files).
+    return tuple(re.compile(rf"{w}(?<![\w$]{w})\s*(\.|::)\s*([A-Za-z_]\w*)(?=\s*\()") for w in own)
 
 
 def build_edges(
@@ -199,17 +245,22 @@ class _Resolver:
             target = self.binding_target(facts, module, name)
             if target is not None:
                 bound[local] = target
-        for qualname, entry in data.get("symbols", {}).items():
+        symbols = data.get("symbols", {})
+        for qualname, entry in symbols.items():
             source = self.by_key.get((path, qualname))
             if source is None:
                 continue
             owner = qualname.rsplit(".", 1)[0] if "." in qualname else ""
+            implicit = facts.language in _IMPLICIT_THIS
             for name, count in entry.get("calls", {}).items():
-                found = (
-                    self.member(path, owner, name[1:])
-                    if name.startswith(".")
-                    else self.name(path, name, bound)
-                )
+                if name[0] == "@":
+                    found = self.own(path, owner, name[1:], symbols, bound)
+                    found = found or self.member(name[1:])
+                elif name[0] == ".":
+                    found = self.member(name[1:])
+                else:
+                    found = self.own(path, owner, name, symbols, bound) if implicit else None
+                    found = found or self.name(path, name, bound)
                 if found is not None:
                     self.add(source.id, found.id, "calls", count)
             for name, count in entry.get("refs", {}).items():
@@ -232,12 +283,38 @@ class _Resolver:
         candidates = self.top.get(name, ())
         return candidates[0] if len(candidates) == 1 else None
 
-    def member(self, path: str, owner: str, name: str) -> NodeKey | None:
-        # ``self.save()`` inside ``Model.delete``: ``owner`` is the method's class.
-        if owner:
-            found = self.by_key.get((path, f"{owner}.{name}"))
+    def own(
+        self,
+        path: str,
+        owner: str,
+        name: str,
+        symbols: Mapping[str, Any],
+        bound: Mapping[str, NodeKey],
+    ) -> NodeKey | None:
+        """The method ``name`` of ``owner`` or its bases, else of the nearest enclosing type.
+
+        ``self.save()`` inside ``Model.delete``: ``owner`` is ``Model``, then ``Model``'s
+        bases; a bare ``save()`` in ``Outer.Inner.go`` finds ``Outer.Inner.save``, then
+        ``Outer.save``. ``symbols`` are the file's facts, which name ``owner``'s bases.
+        """
+        while owner:
+            found = self.method(path, owner, name)
             if found is not None:
                 return found
+            for base in symbols.get(owner, {}).get("bases", ()):
+                target = self.name(path, _base_name(base), bound)
+                found = target and self.method(target.path, target.qualname, name)
+                if found is not None:
+                    return found
+            owner = owner.rpartition(".")[0]
+        return None
+
+    def method(self, path: str, owner: str, name: str) -> NodeKey | None:
+        found = self.by_key.get((path, f"{owner}.{name}"))
+        return found if found is not None and found.kind in _CALLABLE_KINDS else None
+
+    def member(self, name: str) -> NodeKey | None:
+        """The only method (or, for ``module.function()``, top-level symbol) named ``name``."""
         candidates = self.members.get(name)
         if candidates is None:  # ``module.function()``
             candidates = self.top.get(name, [])
@@ -289,6 +366,11 @@ class _Resolver:
                 return symbol
         submodule = self.modules.get(f"{absolute}.{name}")
         return self.by_key.get((submodule, "")) if submodule else None
+
+
+def _base_name(base: str) -> str:
+    """The class a base expression names: ``models.Model`` -> ``Model``, ``List<T>`` -> ``List``."""
+    return _BASE_END.split(base, 1)[0].rpartition(".")[2].strip()
 
 
 def _python_modules(file_ids: Mapping[str, int]) -> tuple[dict[str, str], dict[str, str]]:

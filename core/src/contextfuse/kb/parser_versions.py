@@ -18,11 +18,14 @@ __all__ = [
     "tree_sitter_id",
 ]
 
-#: Python keeps version 1: values and blocks as Python symbols cost SWE-bench tasks their
-#: edited functions (docs/indexing.md, "Python").
-PYTHON_ID = "python-ast/1"
-#: Version 3: values, blocks, same names as ``@2`` and Rust macro items (issue 18).
-TREE_SITTER_VERSION = 3
+#: Python has no values or blocks as symbols (they cost SWE-bench tasks their edited
+#: functions: docs/indexing.md, "Python"); version 2 stores calls on ``self`` and ``cls`` as
+#: such (``kb/links.py``), as tree-sitter's version 4 does for ``this``, ``self``, ``Self::``
+#: and Go receivers (issue 18).
+PYTHON_ID = "python-ast/2"
+#: Version 3: values, blocks, same names as ``@2`` and Rust macro items (issue 18);
+#: version 4: calls on the method's own object stored as such.
+TREE_SITTER_VERSION = 4
 MARKDOWN_ID = "markdown/1"
 RST_ID = "rst/1"
 TEXT_ID = "text/1"
