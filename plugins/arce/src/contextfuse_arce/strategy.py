@@ -10,7 +10,8 @@ personalized PageRank over the code graph (calls, references, inheritance, impor
 containment) and, when the repository has history, the files changed together with the best
 files; both join the fusion as further ranked lists, and so do the functions the best nodes
 call when the request names no code (``callees.py``). A prior by kind of node keeps
-implementation code above its tests and above prose unless the request asks for those.
+implementation code above its tests and above prose unless the request asks for those, and
+a symbol repeated in sibling files (a locale's variant) counts once (``alternatives.py``).
 The result is a ranking; the pipeline renders it and spends the budget.
 """
 
@@ -32,6 +33,7 @@ from contextfuse.plugin import (
     reciprocal_rank_fusion,
     weigh_by_prior,
 )
+from contextfuse_arce.alternatives import damp_alternatives
 from contextfuse_arce.callees import callee_ranking
 from contextfuse_semantic_embedding.strategy import shared_embedder
 from contextfuse_simple_keyword.literals import literal_evidence
@@ -219,7 +221,8 @@ class ArceStrategy(NodeScoringStrategy):
     ) -> tuple[dict[str, float], dict[str, list[str]]]:
         """Fused scores weighed by kind of node, and every ranked list behind them."""
         fused, lists = self.signals(request, backends)
-        return weigh_by_prior(fused, request.query, backends.nodes), lists
+        weighed = weigh_by_prior(fused, request.query, backends.nodes)
+        return damp_alternatives(weighed, backends), lists
 
     def explain(self) -> str:
         return (
