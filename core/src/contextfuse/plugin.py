@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from contextfuse.signals import is_test_path as is_test_path
     from contextfuse.signals import node_prior as node_prior
     from contextfuse.signals import reciprocal_rank_fusion as reciprocal_rank_fusion
+    from contextfuse.signals import uri_path as uri_path
     from contextfuse.signals import weigh_by_prior as weigh_by_prior
     from contextfuse.slots import SLOTS as SLOTS
     from contextfuse.slots import Slot as Slot

@@ -22,6 +22,7 @@ __all__ = [
     "is_test_path",
     "node_prior",
     "reciprocal_rank_fusion",
+    "uri_path",
     "weigh_by_prior",
 ]
 
@@ -43,6 +44,17 @@ _ASKS_DOCS = re.compile(
     re.IGNORECASE,
 )
 _PROSE = frozenset({"documentation", "text"})
+
+
+_STORE_SCHEME = "project://"
+
+
+def uri_path(uri: str) -> str:
+    """The repository path of a node or file URI (``project://<project>/<path>#<symbol>``),
+    ``""`` for a URI of another scheme."""
+    if not uri.startswith(_STORE_SCHEME):
+        return ""
+    return uri.split("#", 1)[0].split("/", 3)[-1]
 
 
 @lru_cache(maxsize=65_536)  # a ranking asks about each of hundreds of nodes' paths

@@ -31,6 +31,7 @@ from contextfuse.plugin import (
     StrategyCapabilities,
     is_test_path,
     reciprocal_rank_fusion,
+    uri_path,
     weigh_by_prior,
 )
 from contextfuse_arce.alternatives import damp_alternatives
@@ -89,11 +90,6 @@ class ArceWeights:
 _SYMBOL_KINDS = tuple(sorted(SYMBOL_KINDS - {"module"}))
 
 
-def _path_of(uri: str) -> str:
-    """The repository path of a node URI (``project://<project>/<path>#<symbol>``)."""
-    return uri.split("#", 1)[0].split("/", 3)[-1]
-
-
 _GRAPH_KINDS = ("calls", "references", "inherits", "imports", "contains")
 
 
@@ -150,7 +146,7 @@ class ArceStrategy(NodeScoringStrategy):
     def _code_hits(self, query: str, backends: BackendSet) -> list[str]:
         # Twice as deep, since the tests among the hits are dropped.
         hits = backends.text.search(query, limit=2 * self.weights.hits, kinds=_SYMBOL_KINDS)
-        return [h.uri for h in hits if not is_test_path(_path_of(h.uri))][: self.weights.hits]
+        return [h.uri for h in hits if not is_test_path(uri_path(h.uri))][: self.weights.hits]
 
     def _vector_hits(self, query: str, backends: BackendSet) -> list[str]:
         vector = backends.vector
@@ -193,7 +189,7 @@ class ArceStrategy(NodeScoringStrategy):
         intent = RequestIntent.of(request.query)
         asks_code = not (lists.get("mentions") or intent.wants_tests or intent.wants_docs)
         if seeds and w.callees > 0 and asks_code:
-            callers = [u for u in seeds if not is_test_path(_path_of(u))][: w.callers]
+            callers = [u for u in seeds if not is_test_path(uri_path(u))][: w.callers]
             lists["callees"] = callee_ranking(callers, backends, w.callee_hits, w.second_callers)
         fused = reciprocal_rank_fusion({k: v for k, v in lists.items() if v}, weights)
         return fused, lists

@@ -17,7 +17,7 @@ import re
 
 import attrs
 
-from contextfuse.plugin import SYMBOL_KINDS, BackendSet, PhraseSearch, is_test_path
+from contextfuse.plugin import SYMBOL_KINDS, BackendSet, PhraseSearch, is_test_path, uri_path
 
 __all__ = ["Literal", "extract_literals", "literal_evidence"]
 
@@ -119,14 +119,11 @@ def literal_evidence(text: str, backends: BackendSet) -> list[str]:
     search = backends.text
     if not isinstance(search, PhraseSearch):
         return []
-    project = f"project://{backends.nodes.project}/"
     evidence: dict[str, float] = {}
     first_seen: dict[str, int] = {}
     for literal in extract_literals(text):
         hits = search.search_phrase(literal.words, limit=_SEARCH_DEPTH, kinds=_KINDS)
-        places = [
-            h.uri for h in hits if not is_test_path(h.uri.split("#", 1)[0].removeprefix(project))
-        ]
+        places = [h.uri for h in hits if not is_test_path(uri_path(h.uri))]
         if not places or len(places) > MAX_PLACES:
             continue
         for uri in places:

@@ -26,6 +26,7 @@ import attrs
 from contextfuse.backends import BackendSet, Node, Rendering
 from contextfuse.models import ContextFragment, DetailDepth, Tier, build_fragment
 from contextfuse.ranked import HEADER_SYMBOL, ROLE_CANDIDATE, ROLE_HEADER, ROLE_MAP, Ranked
+from contextfuse.signals import uri_path
 from contextfuse.tokenizer import default_tokenizer
 
 __all__ = ["RENDER_DEPTHS", "RenderLimits", "Rendered", "render_ranking"]
@@ -333,7 +334,7 @@ class _Renderer:
         fragments' tier and time), made once for all the file's fragments."""
         stamp = self.stamps.get(file_uri)
         if stamp is None:
-            facts = self.facts.get(_path_of(file_uri))
+            facts = self.facts.get(uri_path(file_uri))
             stamp = (
                 ("", None)
                 if facts is None
@@ -356,13 +357,6 @@ def _relevance(score: float, top: float) -> float:
     if top <= 0:
         return 1.0 if score >= top else 0.0
     return max(0.0, min(1.0, score / top))
-
-
-def _path_of(uri: str) -> str:
-    """The repository path of a ``project://<project>/<path>`` URI ("" for other schemes)."""
-    if not uri.startswith(_STORE_SCHEME):
-        return ""
-    return uri.split("#", 1)[0].split("/", 3)[-1]
 
 
 def _distinct(renderings: Mapping[int, Rendering], node: Node | None) -> list[Rendering]:

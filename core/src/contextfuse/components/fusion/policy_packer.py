@@ -49,7 +49,7 @@ from contextfuse.components.fusion.policy import PackingPolicy
 from contextfuse.components.protocols import PackKey, PackResult, ScoredFragment
 from contextfuse.models import ContextFragment, DetailDepth
 from contextfuse.ranked import ROLE_CANDIDATE, ROLE_HEADER, ROLE_MAP
-from contextfuse.signals import is_test_path
+from contextfuse.signals import is_test_path, uri_path
 
 __all__ = ["PolicyPacker"]
 
@@ -585,7 +585,7 @@ def _map_type(fragment: ContextFragment) -> str:
 # a bounded number of files and spans: each is worked out once per process.
 @functools.lru_cache(maxsize=8192)
 def _is_test_file(file_uri: str) -> bool:
-    return is_test_path(file_uri.split("/", 3)[-1])
+    return is_test_path(uri_path(file_uri))
 
 
 def _span(fragment: ContextFragment) -> tuple[int, int] | None:
