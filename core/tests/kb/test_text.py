@@ -117,10 +117,33 @@ def test_words_that_look_like_code_weigh_more_than_prose() -> None:
 
 def test_a_long_request_weighs_the_words_of_its_first_line_and_repeated_words() -> None:
     noise = " ".join(f"r{i:04d}" for i in range(60))
-    issue = f"Recursive mode ignores the configured paths\n\n{noise} paths again, paths"
+    issue = f"Recursive mode ignores the configured paths\n\n```\n{noise} paths\n```\npaths"
     weights = weighted_query_terms(issue)
-    assert weights["recursive"] == 2 and weights["paths"] == 2.5
+    assert weights["paths"] - weights["recursive"] == 0.5  # on three distinct lines
     assert weights["r0001"] == 1
+
+
+def test_a_long_request_weighs_what_its_sentences_say_above_what_it_pastes() -> None:
+    pasted = "\n".join(f"lib{i:02d}   1.0.{i}" for i in range(40))
+    issue = f"Crash on start\n\n```\n{pasted}\n```\nThe parser loses the lineno here."
+    weights = weighted_query_terms(issue)
+    assert weights["lineno"] == weights["lib01"] + 0.25
+
+
+def test_an_issue_templates_comments_headings_and_checklist_are_not_the_reporters_words() -> None:
+    words = " ".join(f"w{i}" for i in range(50))
+    issue = (
+        "Title\n<!-- Thanks for submitting an issue -->\n- [x] a detailed description\n"
+        f"### Environment versions\n```\nsubmitting detailed environment {words}\n```\n"
+        "It crashes."
+    )
+    weights = weighted_query_terms(issue)
+    assert weights["submitting"] == weights["detailed"] == weights["environment"] == 1
+    assert weights["crashes"] == 1.25
+
+
+def test_runs_of_underscores_are_not_search_terms() -> None:
+    assert "____" not in weighted_query_terms("____ test_right_statement ____")
 
 
 def test_english_function_words_are_not_searched(kb: BackendSet) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from functools import lru_cache
 
 __all__ = [
@@ -32,6 +33,12 @@ _WORD = re.compile(r"\w+")
 _PATHLIKE = re.compile(r"(?<![\w\-])-*(\w[\w\-]*(?:[./]\w[\w\-]*)+)")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 _SEP = re.compile(r"[^\w]+")
+#: A fence line of a Markdown code block (``` or ~~~), where pasted code and output go.
+_FENCE = re.compile(r"[ \t]*(?:```|~~~)")
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_TEMPLATE_LINE = re.compile(r"^\s*(?:[-*] \[[ xX]\]|#{1,6}\s)")
+#: Extra weight of a word a long report says in its own sentences (not only in pasted blocks).
+_PROSE_WEIGHT = 0.25
 
 #: Parts shorter than this carry no signal (``i``, ``x``) and bloat the index.
 _MIN_PART = 2
@@ -169,6 +176,37 @@ def word_variants(word: str) -> tuple[str, ...]:
     return tuple(sorted(f for f in forms if len(f) >= 3))
 
 
+def _is_rule(word: str) -> bool:
+    """A run of underscores (``____``): a drawn line of output, not a word."""
+    return not word.strip("_")
+
+
+def _reporters_lines(query: str) -> Iterator[tuple[str, bool]]:
+    """Each line of a report with whether it is pasted (inside a fenced block).
+
+    Left out: HTML comments, headings and check-list lines: an issue template's parts, not
+    what the reporter says or pastes.
+    """
+    pasted = False
+    for line in _COMMENT.sub(" ", query).splitlines():
+        if _FENCE.match(line):
+            pasted = not pasted
+        elif not _TEMPLATE_LINE.match(line):
+            yield line.strip(), pasted
+
+
+def _emphasis_counts(query: str) -> tuple[Counter[str], set[str]]:
+    """How often each word occurs, and the words of the report's own sentences."""
+    counts: Counter[str] = Counter()
+    told: set[str] = set()
+    for line, pasted in _reporters_lines(query):
+        words = [w.lower() for w in _WORD.findall(line)]
+        counts.update(words)
+        if not pasted:
+            told.update(words)
+    return counts, told
+
+
 def weighted_query_terms(query: str) -> dict[str, float]:
     """:func:`query_terms` with a weight each: 2 for what looks like code, 1 for words.
 
@@ -176,19 +214,26 @@ def weighted_query_terms(query: str) -> dict[str, float]:
     ``QuerySet``); prose words, words with digits (``utf8``, ``r0914``), words in capitals
     (``INSERT``) and the parts of identifiers weigh 1, numbers 0.75. A long request (an issue)
     states its subject first and repeats it: a word of the first line gains 1, and each
-    repetition 0.25 (up to 0.75). The inflections of prose words (``redirects`` for
-    ``redirect``) follow at ``VARIANT_WEIGHT``, so a question finds code that spells a word
-    another way, and they never crowd out what the query spelled.
+    repetition 0.25 (up to 0.75); and it says what matters in its own sentences, beside the
+    code, output and package lists it pastes in fenced blocks: a word of those sentences gains
+    0.25. An issue template's comments, headings and check-list lines count for neither, and
+    runs of underscores (output's drawn lines) are no words. The inflections of prose words
+    (``redirects`` for ``redirect``) follow at ``VARIANT_WEIGHT``, so a question finds code
+    that spells a word another way, and they never crowd out what the query spelled.
     """
-    words = _WORD.findall(query)
+    words = [w for w in _WORD.findall(query) if not _is_rule(w)]
     long_request = len(words) > _SHORT_REQUEST
     first_line = {w.lower() for w in _WORD.findall(query.lstrip().split("\n", 1)[0][:300])}
-    counts = Counter(w.lower() for w in words) if long_request else Counter()
+    counts, told = _emphasis_counts(query) if long_request else (Counter(), set())
 
     def emphasis(term: str) -> float:
         if not long_request:
             return 0.0
-        return (1.0 if term in first_line else 0.0) + 0.25 * min(counts[term] - 1, 3)
+        return (
+            (1.0 if term in first_line else 0.0)
+            + (_PROSE_WEIGHT if term in told else 0.0)
+            + 0.25 * min(counts[term] - 1, 3)
+        )
 
     weights: dict[str, float] = {}
     prose: list[str] = []
