@@ -10,8 +10,10 @@ from contextfuse.backends import Node
 from contextfuse.node_scoring import ranking_of
 from contextfuse.signals import (
     PROSE_PRIOR,
+    RECORD_PRIOR,
     TEST_PRIOR,
     RequestIntent,
+    is_record_path,
     is_test_path,
     node_prior,
     reciprocal_rank_fusion,
@@ -61,6 +63,36 @@ def test_prose_ranks_below_code_unless_the_request_asks_for_documentation() -> N
     guide = _node("docs/guide.md", "documentation")
     assert node_prior(guide, RequestIntent.of("how does login work")) == PROSE_PRIOR
     assert node_prior(guide, RequestIntent.of("where is login documented")) == 1.0
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "CHANGELOG.md",
+        "History.md",
+        "docs/changes.rst",
+        "LICENSE",
+        "LICENSE.txt",
+        "CODE_OF_CONDUCT.md",
+        "CONTRIBUTING.rst",
+        "AUTHORS",
+        "SECURITY.md",
+        "changelog/1234.bugfix.rst",
+    ],
+)
+def test_a_projects_records_about_itself_are_recognised_by_their_path(path: str) -> None:
+    assert is_record_path(path)
+
+
+@pytest.mark.parametrize("path", ["docs/guide.md", "README.md", "src/history.py", "news/feed.md"])
+def test_guides_and_code_are_not_taken_for_records(path: str) -> None:
+    assert not is_record_path(path)
+
+
+def test_records_rank_below_other_prose_unless_the_request_asks_for_documentation() -> None:
+    log = _node("CHANGELOG.md", "documentation")
+    assert node_prior(log, RequestIntent.of("how does login work")) == RECORD_PRIOR < PROSE_PRIOR
+    assert node_prior(log, RequestIntent.of("what does the changelog say about login")) == 1.0
 
 
 def test_rank_fusion_counts_agreement_between_lists() -> None:

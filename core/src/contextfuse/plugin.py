@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from contextfuse.node_scoring import ranking_of as ranking_of
     from contextfuse.ranked import Ranked as Ranked
     from contextfuse.signals import RequestIntent as RequestIntent
+    from contextfuse.signals import is_record_path as is_record_path
     from contextfuse.signals import is_test_path as is_test_path
     from contextfuse.signals import node_prior as node_prior
     from contextfuse.signals import reciprocal_rank_fusion as reciprocal_rank_fusion

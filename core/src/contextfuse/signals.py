@@ -19,6 +19,7 @@ from contextfuse.backends import Node, NodeStore
 __all__ = [
     "RRF_K",
     "RequestIntent",
+    "is_record_path",
     "is_test_path",
     "node_prior",
     "reciprocal_rank_fusion",
@@ -44,6 +45,15 @@ _ASKS_DOCS = re.compile(
     re.IGNORECASE,
 )
 _PROSE = frozenset({"documentation", "text"})
+#: The project's records about itself, not about how its code works: change logs, release
+#: notes, licences, codes of conduct, contributing guides, authors, security policies.
+_RECORD_NAME = re.compile(
+    r"^(?:change(?:s|log)|history|news|releases?|release[-_]notes|licen[cs]e|copying|notice"
+    r"|code[-_]of[-_]conduct|contributing|contributors|authors|security)"
+    r"(?:\.(?:md|markdown|rst|txt|adoc|org))?$",
+    re.IGNORECASE,
+)
+_RECORD_DIRS = frozenset({"changelog", "changelog.d", "changes", "newsfragments", "releasenotes"})
 
 
 _STORE_SCHEME = "project://"
@@ -82,7 +92,18 @@ class RequestIntent:
 #: Multipliers of a node's score by what it is, when the request does not ask for it.
 TEST_PRIOR = 0.4
 PROSE_PRIOR = 0.35
+RECORD_PRIOR = 0.15
 CONFIG_PRIOR = 0.6
+
+
+@lru_cache(maxsize=65_536)
+def is_record_path(path: str) -> bool:
+    """True when ``path`` is one of the project's records about itself (a change log, a
+    licence, a code of conduct, a contributing guide...) rather than about its code."""
+    parts = path.split("/")
+    if any(part.lower() in _RECORD_DIRS for part in parts[:-1]):
+        return True
+    return bool(_RECORD_NAME.match(parts[-1]))
 
 
 def node_prior(node: Node, intent: RequestIntent) -> float:
@@ -90,7 +111,9 @@ def node_prior(node: Node, intent: RequestIntent) -> float:
     if is_test_path(node.path):
         return 1.0 if intent.wants_tests else TEST_PRIOR
     if node.resource_type in _PROSE:
-        return 1.0 if intent.wants_docs else PROSE_PRIOR
+        if intent.wants_docs:
+            return 1.0
+        return RECORD_PRIOR if is_record_path(node.path) else PROSE_PRIOR
     if node.resource_type == "config":
         return CONFIG_PRIOR
     return 1.0
