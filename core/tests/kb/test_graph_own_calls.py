@@ -74,7 +74,7 @@ GO_TYPES = (
 )
 
 
-def test_a_go_call_on_another_variable_is_not_linked_to_the_receivers_method(
+def test_a_go_call_on_another_variable_links_to_its_type_not_the_receivers(
     indexed: Callable[[str, dict[str, str]], BackendSet],
 ) -> None:
     pytest.importorskip("tree_sitter_go")
@@ -82,7 +82,7 @@ def test_a_go_call_on_another_variable_is_not_linked_to_the_receivers_method(
         "goother",
         {"g.go": GO_TYPES + "func (engine *Engine) serve(c *Context) {\n\tc.reset()\n}\n"},
     )
-    assert calls(kb, "project://goother/g.go#Engine.serve") == set()
+    assert calls(kb, "project://goother/g.go#Engine.serve") == {"Context.reset"}
 
 
 def test_a_go_call_on_the_receiver_links_to_the_method_of_its_type(

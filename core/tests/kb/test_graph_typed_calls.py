@@ -1,0 +1,245 @@
+"""A call on a variable, field or parameter whose type is declared in scope links to the
+method of that type, even when other types have a method so named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from contextfuse.backends import BackendSet
+
+
+def calls(kb: BackendSet, uri: str) -> set[str]:
+    return {e.target.split("#", 1)[1] for e in kb.graph.neighbors(uri, ("calls",), "out")}
+
+
+@pytest.fixture
+def indexed(
+    new_repo: Callable[..., Any],
+    build: Callable[..., Any],
+    opened: Callable[..., Any],
+    write: Callable[..., Any],
+) -> Callable[[str, dict[str, str]], BackendSet]:
+    def make(name: str, files: dict[str, str]) -> BackendSet:
+        root = new_repo(name, with_git=False)
+        write(root, files)
+        build(root)
+        kb: BackendSet = opened(root)
+        return kb
+
+    return make
+
+
+def java(name: str, body: str, package: str = "p") -> str:
+    return f"package {package};\npublic class {name} {{\n{body}}}\n"
+
+
+JAVA_TYPES = {
+    "p/PluginManager.java": java("PluginManager", "    public void exec(String s) {}\n"),
+    "p/Other.java": java("Other", "    public void exec(String s) {}\n"),
+}
+
+
+def test_a_java_call_on_a_field_links_to_the_method_of_the_fields_type(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_java")
+    exec_ = java(
+        "Exec",
+        "    private PluginManager pluginManager;\n"
+        "    void run(String s) {\n        pluginManager.exec(s);\n    }\n",
+    )
+    kb = indexed("javafield", {**JAVA_TYPES, "p/Exec.java": exec_})
+    assert calls(kb, "project://javafield/p/Exec.java#Exec.run") == {"PluginManager.exec"}
+
+
+def test_a_java_call_on_a_generic_local_links_to_the_raw_type(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_java")
+    registry = java("Registry<T>", "    public void exec(String s) {}\n")
+    exec_ = java(
+        "Exec",
+        "    void run(String s) {\n        Registry<List<String>> r = make();\n"
+        "        r.exec(s);\n    }\n",
+    )
+    kb = indexed(
+        "javageneric",
+        {**JAVA_TYPES, "p/Registry.java": registry, "p/Exec.java": exec_},
+    )
+    assert calls(kb, "project://javageneric/p/Exec.java#Exec.run") == {"Registry.exec"}
+
+
+def test_a_java_call_on_a_parameter_typed_by_an_interface_links_to_its_method(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_java")
+    interface = "package p;\npublic interface Host {\n    void exec(String s);\n}\n"
+    exec_ = java("Exec", '    void run(Host host) {\n        host.exec("x");\n    }\n')
+    kb = indexed("javaiface", {**JAVA_TYPES, "p/Host.java": interface, "p/Exec.java": exec_})
+    assert calls(kb, "project://javaiface/p/Exec.java#Exec.run") == {"Host.exec"}
+
+
+def test_a_java_static_call_links_to_the_method_of_the_named_class(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_java")
+    exec_ = java("Exec", '    void run() {\n        PluginManager.exec("x");\n    }\n')
+    kb = indexed("javastatic", {**JAVA_TYPES, "p/Exec.java": exec_})
+    assert calls(kb, "project://javastatic/p/Exec.java#Exec.run") == {"PluginManager.exec"}
+
+
+def test_a_java_type_named_twice_is_the_one_in_the_callers_package(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_java")
+    exec_ = java("Exec", '    void run(Other o) {\n        o.exec("x");\n    }\n')
+    elsewhere = java("Other", "    public void exec(String s) {}\n", package="q")
+    kb = indexed("javatwice", {**JAVA_TYPES, "q/Other.java": elsewhere, "p/Exec.java": exec_})
+    assert calls(kb, "project://javatwice/p/Exec.java#Exec.run") == {"Other.exec"}
+    assert {
+        e.target
+        for e in kb.graph.neighbors("project://javatwice/p/Exec.java#Exec.run", ("calls",), "out")
+    } == {"project://javatwice/p/Other.java#Other.exec"}
+
+
+GO_TYPES = (
+    "package g\n\ntype Engine struct{}\n\ntype Context struct{}\n\n"
+    "func (c *Context) Next() {}\n\nfunc (e *Engine) Next() {}\n\n"
+)
+
+
+def test_a_go_call_on_a_parameter_links_to_the_method_of_its_type_in_another_file(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_go")
+    kb = indexed(
+        "goparam",
+        {
+            "types.go": GO_TYPES,
+            "handle.go": "package g\n\nfunc handle(c *Context) {\n\tc.Next()\n}\n",
+        },
+    )
+    assert calls(kb, "project://goparam/handle.go#handle") == {"Context.Next"}
+
+
+def test_a_go_call_on_a_local_built_from_a_composite_literal_links_to_its_type(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_go")
+    kb = indexed(
+        "golocal",
+        {"g.go": GO_TYPES + "func run() {\n\tengine := &Engine{}\n\tengine.Next()\n}\n"},
+    )
+    assert calls(kb, "project://golocal/g.go#run") == {"Engine.Next"}
+
+
+def test_a_typescript_call_on_a_constructor_parameter_property_links_to_its_type(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_typescript")
+    kb = indexed(
+        "tsfield",
+        {
+            "router.ts": "export class Router {\n  match(): void {}\n}\n",
+            "other.ts": "export class Other {\n  match(): void {}\n}\n",
+            "app.ts": 'import { Router } from "./router";\n'
+            "export class App {\n  constructor(private readonly router: Router) {}\n"
+            "  run(): void {\n    this.router.match();\n  }\n}\n",
+        },
+    )
+    assert calls(kb, "project://tsfield/app.ts#App.run") == {"Router.match"}
+
+
+def test_a_javascript_call_on_a_field_assigned_a_new_object_links_to_its_class(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_javascript")
+    kb = indexed(
+        "jsfield",
+        {
+            "lib.js": "class Store {\n  save() {}\n}\nclass Other {\n  save() {}\n}\n"
+            "class App {\n  constructor() {\n    this.store = new Store();\n  }\n"
+            "  run() {\n    this.store.save();\n  }\n}\n",
+        },
+    )
+    assert calls(kb, "project://jsfield/lib.js#App.run") == {"Store.save"}
+
+
+PY_TYPES = {
+    "client.py": "class Client:\n    def send(self):\n        return 1\n",
+    "other.py": "class Other:\n    def send(self):\n        return 2\n",
+}
+
+
+def test_a_python_call_on_an_annotated_parameter_links_to_the_method_of_its_class(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    kb = indexed(
+        "pyparam",
+        {
+            **PY_TYPES,
+            "app.py": "from client import Client\n\n\n"
+            "def run(client: Client):\n    return client.send()\n",
+        },
+    )
+    assert calls(kb, "project://pyparam/app.py#run") == {"Client.send"}
+
+
+def test_a_python_call_on_an_attribute_set_in_init_links_to_the_method_of_its_class(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    kb = indexed(
+        "pyattr",
+        {
+            **PY_TYPES,
+            "app.py": "from client import Client\n\n\nclass App:\n"
+            "    def __init__(self):\n        self.client = Client()\n\n"
+            "    def run(self):\n        return self.client.send()\n",
+        },
+    )
+    assert calls(kb, "project://pyattr/app.py#App.run") == {"Client.send"}
+
+
+def test_a_rust_call_on_a_reference_parameter_links_to_the_method_of_its_type(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_rust")
+    kb = indexed(
+        "rustparam",
+        {
+            "src/lib.rs": "pub struct A;\nimpl A {\n    pub fn step(&self) {}\n}\n"
+            "pub struct B;\nimpl B {\n    pub fn step(&self) {}\n}\n"
+            "pub fn run(a: &A) {\n    a.step();\n}\n"
+        },
+    )
+    assert calls(kb, "project://rustparam/src/lib.rs#run") == {"A.step"}
+
+
+def test_a_call_on_a_type_the_repository_lacks_is_resolved_as_an_untyped_call(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    kb = indexed(
+        "pyforeign",
+        {
+            "client.py": "class Client:\n    def send(self):\n        return 1\n",
+            "app.py": "def run(client: Session):\n    return client.send()\n",
+        },
+    )
+    assert calls(kb, "project://pyforeign/app.py#run") == {"Client.send"}
+
+
+def test_a_call_on_a_type_defined_twice_elsewhere_is_left_unresolved(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    kb = indexed(
+        "pyambiguous",
+        {
+            "a/client.py": "class Client:\n    def send(self):\n        return 1\n",
+            "b/client.py": "class Client:\n    def send(self):\n        return 2\n",
+            "app.py": "def run(client: Client):\n    return client.send()\n",
+        },
+    )
+    assert calls(kb, "project://pyambiguous/app.py#run") == set()
