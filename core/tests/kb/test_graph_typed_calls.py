@@ -243,3 +243,18 @@ def test_a_call_on_a_type_defined_twice_elsewhere_is_left_unresolved(
         },
     )
     assert calls(kb, "project://pyambiguous/app.py#run") == set()
+
+
+def test_a_java_construction_of_a_nested_class_links_to_its_constructor(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_java")
+    allow = java(
+        "AllowList",
+        "    static class Pattern {\n        Pattern(String s) {}\n    }\n"
+        "    void add(String s) {\n        Pattern p = new Pattern(s);\n    }\n",
+    )
+    kb = indexed("javanew", {"p/AllowList.java": allow})
+    assert calls(kb, "project://javanew/p/AllowList.java#AllowList.add") == {
+        "AllowList.Pattern.Pattern"
+    }

@@ -7,10 +7,11 @@ text (parameters, locals), in its file's module-level text, and, for a call on a
 in Java), in the text of the type that owns the method (fields, and fields assigned a new
 object in its methods). There is no inference beyond the declaration: ``x = make()`` says
 nothing. A name that is declared nowhere but starts with a capital letter (``Reflect.find()``,
-``Foo::new()``) is taken as the type itself: a static call. Each call found is reported as
-``Type.method`` (``Type::method`` for a Rust path call), with generics and qualifiers dropped
-(``java.util.List<Foo>`` is ``List``); ``kb/links.py`` resolves it when the repository has
-that type.
+``Foo::new()``) is taken as the type itself: a static call; Java's ``new Foo(`` calls
+``Foo``'s constructor. Each call found is reported as ``Type.method`` (``Type::method`` for
+a Rust path call or a Java constructor: counted as a bare name), with generics and
+qualifiers dropped (``java.util.List<Foo>`` is ``List``); ``kb/links.py`` resolves it when
+the repository has that type.
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ _STATIC = frozenset({"java", "typescript", "tsx", "javascript", "python", "rust"
 TYPE_KINDS = frozenset({"class", "interface", "struct", "enum", "trait", "type", "record", "union"})
 _FIELD_KINDS = frozenset({"variable"})  # a class field that is its own node (a big value)
 _GENERIC_START = re.compile(r"[<\[]")
+#: ``new Foo(`` in Java calls ``Foo``'s constructor, a method named as its class.
+_CONSTRUCTION = re.compile(r"\bnew\s+([A-Z][\w$]*)(?=\s*\()")
 
 
 class Drafted(Protocol):
@@ -157,6 +160,8 @@ class TypedCalls:
                     type_name = name
             if type_name:
                 found[f"{type_name}{separator}{method}"] += 1
+        if self.language == "java":  # counted as a call of the bare name: ``::``
+            found.update(f"{name}::{name}" for name in _CONSTRUCTION.findall(draft.own_text))
         return found
 
     def variable(self, qualname: str, owner: str, name: str) -> str | None:
