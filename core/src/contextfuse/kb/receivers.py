@@ -16,7 +16,6 @@ the repository has that type.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -29,70 +28,68 @@ _NAME = r"[A-Za-z_$][\w$]*"
 _CLASS = rf"(?:{_NAME}\.)*[A-Z][\w$]*"
 #: Up to three levels of generic arguments: ``<String, List<Foo>>``.
 _GENERIC = r"<(?:[^<>;{}()]|<(?:[^<>;{}()]|<[^<>;{}()]*>)*>)*>"
-_NEW = re.compile(
-    rf"(?<![\w$.])({_NAME})[ \t]*(?::[^=\n]*)?=[ \t]*new[ \t]+((?:{_NAME}\.)*{_NAME})"
-)
-_DECLARATIONS: dict[str, tuple[re.Pattern[str], ...]] = {
-    # ``Type name`` followed by what ends a declarator: fields, locals, parameters.
-    "java": (
-        re.compile(
-            rf"(?<![\w$.])(?P<type>{_CLASS})[ \t]*(?:{_GENERIC})?\s+(?P<name>{_NAME})\s*(?=[=;,):])"
-        ),
-        _NEW,
-    ),
+_NEW = re.compile(rf"{_NAME}[ \t]*(?::[^=\n]*)?=[ \t]*new[ \t]+((?:{_NAME}\.)*{_NAME})")
+#: Declarations read from a name on: matched where the name is written, group 1 the type.
+_AFTER: dict[str, tuple[re.Pattern[str], ...]] = {
+    "java": (_NEW,),
     # ``name: Type`` (parameters, fields, typed locals) and ``name = new Type(``.
     "typescript": (
-        re.compile(rf"(?<![\w$.'\"])({_NAME})[ \t]*[?!]?[ \t]*:[ \t]*({_CLASS})(?![\w$]|[ \t]*\[)"),
+        re.compile(rf"{_NAME}[ \t]*[?!]?[ \t]*:[ \t]*({_CLASS})(?![\w$]|[ \t]*\[)"),
         _NEW,
     ),
     "javascript": (_NEW,),
     # ``name: Type`` (also ``Optional[Type]``, ``"Type"``) and ``name = Type(``.
     "python": (
-        re.compile(rf"(?<![\w.'\"])({_NAME})[ \t]*:[ \t]*(?:Optional\[)?['\"]?({_CLASS})(?![\w])"),
-        re.compile(rf"(?<![\w.])({_NAME})[ \t]*(?::[^=\n]*)?=[ \t]*({_CLASS})[ \t]*\("),
+        re.compile(rf"{_NAME}[ \t]*:[ \t]*(?:Optional\[)?['\"]?({_CLASS})(?![\w])"),
+        re.compile(rf"{_NAME}[ \t]*(?::[^=\n]*)?=[ \t]*({_CLASS})[ \t]*\("),
     ),
     # ``name T`` / ``name *T`` (parameters, receivers, ``var``, struct fields),
     # ``name := T{`` / ``&T{``, ``name := NewT(``.
     "go": (
-        re.compile(
-            r"(?<![\w.])([A-Za-z_]\w*)[ \t]+\*?((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)"
-            r"(?=[ \t]*(?:[,)=;\n]|//))"
-        ),
-        re.compile(
-            r"(?<![\w.])([A-Za-z_]\w*)[ \t]*:?=[ \t]*&?((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)[ \t]*\{"
-        ),
-        re.compile(r"(?<![\w.])([A-Za-z_]\w*)[ \t]*:?=[ \t]*(?:[A-Za-z_]\w*\.)?[Nn]ew([A-Z]\w*)\("),
+        re.compile(r"\w+[ \t]+\*?((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)(?=[ \t]*(?:[,)=;\n]|//))"),
+        re.compile(r"\w+[ \t]*:?=[ \t]*&?((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)[ \t]*\{"),
+        re.compile(r"\w+[ \t]*:?=[ \t]*(?:[A-Za-z_]\w*\.)?[Nn]ew([A-Z]\w*)\("),
     ),
     # ``name: &T`` / ``&mut T`` / ``Arc<T>`` and ``let name = T::new(`` / ``T {``.
     "rust": (
         re.compile(
-            r"(?<![\w.])([a-z_]\w*)[ \t]*:[ \t]*&?(?:'\w+[ \t]+)?(?:mut[ \t]+)?"
+            r"\w+[ \t]*:[ \t]*&?(?:'\w+[ \t]+)?(?:mut[ \t]+)?"
             r"(?:[A-Za-z_]\w*::)*(?:(?:Box|Rc|Arc)<)?([A-Z]\w*)"
         ),
         re.compile(
-            r"\blet[ \t]+(?:mut[ \t]+)?([a-z_]\w*)[ \t]*=[ \t]*(?:[A-Za-z_]\w*::)*([A-Z]\w*)"
-            r"[ \t]*(?:::[ \t]*\w+[ \t]*\(|\{)"
+            r"\w+[ \t]*=[ \t]*(?:[A-Za-z_]\w*::)*([A-Z]\w*)[ \t]*(?:::[ \t]*\w+[ \t]*\(|\{)"
         ),
     ),
 }
-_DECLARATIONS["tsx"] = _DECLARATIONS["typescript"]
+_AFTER["tsx"] = _AFTER["typescript"]
+#: Java's ``Type name`` (fields, locals, parameters): the type is read back from the name,
+#: in a window of the text ending there, and the name must end a declarator.
+_JAVA_TYPE = re.compile(rf"(?<![\w$.])({_CLASS})[ \t]*(?:{_GENERIC})?\s+\Z")
+_JAVA_END = re.compile(r"\s*[=;,):]")
+_WINDOW = 160  # how far back a Java declaration's type may start
+#: Characters that, just before a name, make it something other than a declared name.
+_NOT_BEFORE = {"typescript": "'\"", "tsx": "'\"", "python": "'\""}
+_THIS_NEW = re.compile(
+    rf"this(?<![\w$]this)\s*\.\s*({_NAME})[ \t]*=[ \t]*new[ \t]+((?:{_NAME}\.)*{_NAME})"
+)
 #: Fields a method assigns (``this.x = new T(``, ``self.x = T(``) or a TypeScript
 #: constructor declares (``private readonly x: T``): fields of its type.
 _FIELDS: dict[str, tuple[re.Pattern[str], ...]] = {
-    "java": (re.compile(rf"\bthis\s*\.\s*({_NAME})[ \t]*=[ \t]*new[ \t]+((?:{_NAME}\.)*{_NAME})"),),
-    "javascript": (
-        re.compile(rf"\bthis\s*\.\s*({_NAME})[ \t]*=[ \t]*new[ \t]+((?:{_NAME}\.)*{_NAME})"),
-    ),
+    "java": (_THIS_NEW,),
+    "javascript": (_THIS_NEW,),
     "typescript": (
-        re.compile(rf"\bthis\s*\.\s*({_NAME})[ \t]*=[ \t]*new[ \t]+((?:{_NAME}\.)*{_NAME})"),
+        _THIS_NEW,
         re.compile(
-            rf"\b(?:private|protected|public|readonly)[ \t]+(?:readonly[ \t]+)?({_NAME})"
+            rf"(?<![\w$])(?:private|protected|public|readonly)[ \t]+(?:readonly[ \t]+)?({_NAME})"
             rf"[ \t]*\??[ \t]*:[ \t]*({_CLASS})"
         ),
     ),
-    "python": (
-        re.compile(rf"\b(?:self|cls)\s*\.\s*({_NAME})[ \t]*(?::[^=\n]*)?=[ \t]*({_CLASS})[ \t]*\("),
-        re.compile(rf"\b(?:self|cls)\s*\.\s*({_NAME})[ \t]*:[ \t]*(?:Optional\[)?['\"]?({_CLASS})"),
+    "python": tuple(
+        re.compile(
+            rf"{own}(?<![\w.]{own})\s*\.\s*({_NAME})[ \t]*"
+            rf"(?:=[ \t]*({_CLASS})[ \t]*\(|:[ \t]*(?:Optional\[)?['\"]?({_CLASS}))"
+        )
+        for own in ("self", "cls")
     ),
 }
 _FIELDS["tsx"] = _FIELDS["typescript"]
@@ -104,8 +101,12 @@ _STATIC = frozenset({"java", "typescript", "tsx", "javascript", "python", "rust"
 TYPE_KINDS = frozenset({"class", "interface", "struct", "enum", "trait", "type", "record", "union"})
 _FIELD_KINDS = frozenset({"variable"})  # a class field that is its own node (a big value)
 _GENERIC_START = re.compile(r"[<\[]")
+#: ``.method(`` or ``::method(``: a call on something; what is read back from there.
+_MEMBER_CALL = re.compile(r"(\.|::)\s*([A-Za-z_$][\w$]*)(?=\s*\()")
+_RECEIVER = re.compile(r"\s*([\w$]+)(?:\s*\.\s*([\w$]+))?")  # read backwards
+_RECEIVER_CHARS = 96  # how far back a receiver (``this . name``) is read
 #: ``new Foo(`` in Java calls ``Foo``'s constructor, a method named as its class.
-_CONSTRUCTION = re.compile(r"\bnew\s+([A-Z][\w$]*)(?=\s*\()")
+_CONSTRUCTION = re.compile(r"new(?<![\w$]new)\s+([A-Z][\w$]*)(?=\s*\()")
 
 
 class Drafted(Protocol):
@@ -121,47 +122,49 @@ class Drafted(Protocol):
     def own_text(self) -> str: ...
 
 
-@functools.lru_cache(maxsize=64)
-def _receiver_calls(own: tuple[str, ...]) -> re.Pattern[str]:
-    """``name.method(`` and ``name::method(``, with ``own.`` before a field's name."""
-    prefix = f"(?:({'|'.join(map(re.escape, own))})\\s*\\.\\s*)?" if own else "()"
-    return re.compile(
-        rf"(?<![\w$.]){prefix}({_NAME})\s*(\.|::)\s*({_NAME})(?=\s*\()",
-    )
-
-
 class TypedCalls:
-    """The typed calls of each symbol of one file (see the module's docstring)."""
+    """The typed calls of each symbol of one file (see the module's docstring).
+
+    A declaration is looked for only for the names that calls are made on, where they are
+    written (``str.find``), so the cost follows the calls, not the size of the text.
+    """
 
     def __init__(self, language: str, drafts: Sequence[Drafted]) -> None:
         self.language = language
-        self.patterns = _DECLARATIONS.get(language, ())
+        self.after = _AFTER.get(language, ())
+        self.not_before = _NOT_BEFORE.get(language, "")
         self.by_qualname = {d.qualname: d for d in drafts}
         self.drafts = drafts
         self.members: dict[str, list[Drafted]] | None = None  # owner -> its direct members
-        self.declared: dict[str, Mapping[str, str]] = {}
+        self.declared: dict[tuple[str, str], str | None] = {}
         self.fields: dict[str, Mapping[str, str]] = {}
 
     def calls(self, draft: Drafted, own: tuple[str, ...]) -> Counter[str]:
         """``Type.method`` (or ``Type::method``) -> count, for the calls in ``draft``'s text
         on a name whose type is declared (or that is a type)."""
         found: Counter[str] = Counter()
-        if not self.patterns:
+        if not self.after:
             return found
+        text = draft.own_text
         owner = draft.qualname.rpartition(".")[0]
-        for field_of, name, separator, method in _receiver_calls(own).findall(draft.own_text):
-            if name in own:
-                continue  # a call on the own object: ``kb/links.py`` marks it as such
-            if field_of:
-                type_name = self.field(owner, name)
+        for call in _MEMBER_CALL.finditer(text):
+            start = call.start()
+            back = _RECEIVER.match(text[max(0, start - _RECEIVER_CHARS) : start][::-1])
+            if back is None:
+                continue
+            name = back[1][::-1]
+            if name[0].isdigit() or name in own:
+                continue  # a number, or the own object: ``kb/links.py`` marks those calls
+            if back[2] is not None:  # ``x.name.method(``: only a field of the own object
+                type_name = self.field(owner, name) if back[2][::-1] in own else None
             else:
                 type_name = self.variable(draft.qualname, owner, name)
-                if type_name is None and self.language in _STATIC and name[:1].isupper():
+                if type_name is None and self.language in _STATIC and name[0].isupper():
                     type_name = name
             if type_name:
-                found[f"{type_name}{separator}{method}"] += 1
+                found[f"{type_name}{call[1]}{call[2]}"] += 1
         if self.language == "java":  # counted as a call of the bare name: ``::``
-            found.update(f"{name}::{name}" for name in _CONSTRUCTION.findall(draft.own_text))
+            found.update(f"{name}::{name}" for name in _CONSTRUCTION.findall(text))
         return found
 
     def variable(self, qualname: str, owner: str, name: str) -> str | None:
@@ -171,7 +174,7 @@ class TypedCalls:
             scopes.extend(_ancestors(owner))
         scopes.append("")
         for scope in scopes:
-            found = self.declared_in(scope).get(name)
+            found = self.declared_in(scope, name)
             if found is not None:
                 return found
         return None if self.language not in _BARE_FIELDS else self.field(owner, name)
@@ -179,42 +182,78 @@ class TypedCalls:
     def field(self, owner: str, name: str) -> str | None:
         """The declared type of the field ``name`` of ``owner`` (or an enclosing type)."""
         for scope in _ancestors(owner):
-            found = self.fields_of(scope).get(name)
+            draft = self.by_qualname.get(scope)
+            if draft is None or draft.kind not in TYPE_KINDS:
+                continue
+            found = self.declared_in(scope, name) or self.fields_of(scope).get(name)
             if found is not None:
                 return found
         return None
 
-    def declared_in(self, qualname: str) -> Mapping[str, str]:
-        cached = self.declared.get(qualname)
-        if cached is None:
-            draft = self.by_qualname.get(qualname)
-            cached = _declarations(self.patterns, draft.own_text) if draft is not None else {}
-            self.declared[qualname] = cached
-        return cached
+    def declared_in(self, qualname: str, name: str) -> str | None:
+        """The type ``name`` is declared with in ``qualname``'s own text, if it is."""
+        key = (qualname, name)
+        if key in self.declared:
+            return self.declared[key]
+        draft = self.by_qualname.get(qualname)
+        found = self.declaration(draft.own_text, name) if draft is not None else None
+        self.declared[key] = found
+        return found
+
+    def declaration(self, text: str, name: str) -> str | None:
+        """The first declaration of ``name`` in ``text`` (its type's own name)."""
+        places = _occurrences(text, name, self.not_before)
+        if self.language == "java":
+            for at in places:
+                if _JAVA_END.match(text, at + len(name)):
+                    typed = _JAVA_TYPE.search(text, max(0, at - _WINDOW), at)
+                    if typed is not None:
+                        return _type_name(typed[1])
+        for pattern in self.after:
+            for at in places:
+                matched = pattern.match(text, at)
+                if matched is not None:
+                    return _type_name(matched[1])
+        return None
 
     def fields_of(self, owner: str) -> Mapping[str, str]:
-        """Fields declared in ``owner``'s text, in its field nodes, or assigned by its methods."""
+        """Fields of ``owner`` declared by its field nodes or assigned by its methods."""
         cached = self.fields.get(owner)
         if cached is not None:
             return cached
         found: dict[str, str] = {}
-        draft = self.by_qualname.get(owner)
-        if draft is not None and draft.kind in TYPE_KINDS:
-            found.update(self.declared_in(owner))
-            assigned = _FIELDS.get(self.language, ())
-            if self.members is None:
-                self.members = {}
-                for member in self.drafts:
-                    self.members.setdefault(member.qualname.rpartition(".")[0], []).append(member)
-            for member in self.members.get(owner, ()):
-                if member.kind in _FIELD_KINDS:
-                    for name, type_name in self.declared_in(member.qualname).items():
-                        found.setdefault(name, type_name)
-                elif assigned:
-                    for name, type_name in _declarations(assigned, member.own_text).items():
-                        found.setdefault(name, type_name)
+        assigned = _FIELDS.get(self.language, ())
+        if self.members is None:
+            self.members = {}
+            for member in self.drafts:
+                self.members.setdefault(member.qualname.rpartition(".")[0], []).append(member)
+        for member in self.members.get(owner, ()):
+            if member.kind in _FIELD_KINDS:
+                typed = self.declared_in(member.qualname, member.qualname.rpartition(".")[2])
+                if typed is not None:
+                    found.setdefault(member.qualname.rpartition(".")[2], typed)
+            else:
+                for pattern in assigned:
+                    for name, *types in pattern.findall(member.own_text):
+                        found.setdefault(name, _type_name(next(t for t in types if t)))
         self.fields[owner] = found
         return found
+
+
+def _occurrences(text: str, name: str, not_before: str) -> list[int]:
+    """Where ``name`` is written in ``text`` as a whole word (not after a ``.``)."""
+    found = []
+    at = text.find(name)
+    end = len(name)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        after = text[at + end : at + end + 1]
+        if not (before.isalnum() or before in "_$." or before in not_before) and not (
+            after.isalnum() or after in ("_", "$")
+        ):
+            found.append(at)
+        at = text.find(name, at + end)
+    return found
 
 
 def _ancestors(qualname: str) -> list[str]:
@@ -223,19 +262,6 @@ def _ancestors(qualname: str) -> list[str]:
     while qualname:
         found.append(qualname)
         qualname = qualname.rpartition(".")[0]
-    return found
-
-
-def _declarations(patterns: Sequence[re.Pattern[str]], text: str) -> dict[str, str]:
-    """Declared name -> the type's own name (the first declaration of a name wins)."""
-    found: dict[str, str] = {}
-    for pattern in patterns:
-        if pattern.groupindex:  # the type written before the name
-            for match in pattern.finditer(text):
-                found.setdefault(match["name"], _type_name(match["type"]))
-        else:
-            for name, type_name in pattern.findall(text):
-                found.setdefault(name, _type_name(type_name))
     return found
 
 
