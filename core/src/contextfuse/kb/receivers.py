@@ -103,7 +103,8 @@ _FIELD_KINDS = frozenset({"variable"})  # a class field that is its own node (a 
 _GENERIC_START = re.compile(r"[<\[]")
 #: ``.method(`` or ``::method(``: a call on something; what is read back from there.
 _MEMBER_CALL = re.compile(r"(\.|::)\s*([A-Za-z_$][\w$]*)(?=\s*\()")
-_RECEIVER = re.compile(r"\s*([\w$]+)(?:\s*\.\s*([\w$]+))?")  # read backwards
+#: Read backwards: the name before the call, and the name before it when a ``.`` joins them.
+_RECEIVER = re.compile(r"\s*([\w$]+)(?:\.\s*([\w$]+))?")
 _RECEIVER_CHARS = 96  # how far back a receiver (``this . name``) is read
 #: ``new Foo(`` in Java calls ``Foo``'s constructor, a method named as its class.
 _CONSTRUCTION = re.compile(r"new(?<![\w$]new)\s+([A-Z][\w$]*)(?=\s*\()")
