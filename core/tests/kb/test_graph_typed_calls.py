@@ -136,6 +136,17 @@ def test_a_go_call_on_a_local_built_from_a_composite_literal_links_to_its_type(
     assert calls(kb, "project://golocal/g.go#run") == {"Engine.Next"}
 
 
+def test_a_go_method_receiver_does_not_type_a_same_named_variable_elsewhere(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_go")
+    kb = indexed(
+        "goscope",
+        {"g.go": GO_TYPES + "func run() {\n\te := get()\n\te.Next()\n}\n"},
+    )
+    assert calls(kb, "project://goscope/g.go#run") == set()
+
+
 def test_a_typescript_call_on_a_constructor_parameter_property_links_to_its_type(
     indexed: Callable[[str, dict[str, str]], BackendSet],
 ) -> None:

@@ -93,6 +93,12 @@ _FIELDS: dict[str, tuple[re.Pattern[str], ...]] = {
     ),
 }
 _FIELDS["tsx"] = _FIELDS["typescript"]
+#: Where a file's own text holds its methods (a Go method or a Rust ``impl`` belongs to its
+#: type, not to the file), a file-level declaration is a line that starts so.
+_FILE_LINES = {
+    "go": re.compile(r"(?:var|const)\s"),
+    "rust": re.compile(r"(?:pub(?:\([^)]*\))?\s+)?(?:static|const)\s"),
+}
 #: Languages where a bare name in a method may be a field of its class.
 _BARE_FIELDS = frozenset({"java"})
 #: Languages where a capitalised name declared nowhere is a type (Go's are packages or values).
@@ -197,13 +203,19 @@ class TypedCalls:
         if key in self.declared:
             return self.declared[key]
         draft = self.by_qualname.get(qualname)
-        found = self.declaration(draft.own_text, name) if draft is not None else None
+        found = None
+        if draft is not None:
+            lines = _FILE_LINES.get(self.language) if not qualname else None
+            found = self.declaration(draft.own_text, name, lines)
         self.declared[key] = found
         return found
 
-    def declaration(self, text: str, name: str) -> str | None:
-        """The first declaration of ``name`` in ``text`` (its type's own name)."""
+    def declaration(self, text: str, name: str, lines: re.Pattern[str] | None) -> str | None:
+        """The first declaration of ``name`` in ``text`` (its type's own name), on a line
+        that starts as ``lines`` says when it is given."""
         places = _occurrences(text, name, self.not_before)
+        if lines is not None:
+            places = [at for at in places if lines.match(text, text.rfind("\n", 0, at) + 1)]
         if self.language == "java":
             for at in places:
                 if _JAVA_END.match(text, at + len(name)):
