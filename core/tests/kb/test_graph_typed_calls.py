@@ -147,6 +147,21 @@ def test_a_go_method_receiver_does_not_type_a_same_named_variable_elsewhere(
     assert calls(kb, "project://goscope/g.go#run") == set()
 
 
+def test_a_go_call_on_a_type_of_another_package_skips_the_repository_type_so_named(
+    indexed: Callable[[str, dict[str, str]], BackendSet],
+) -> None:
+    pytest.importorskip("tree_sitter_go")
+    conn = "package g\n\ntype Conn struct {\n\tconn net.Conn\n}\n\n"
+    kb = indexed(
+        "gopackage",
+        {
+            "g.go": conn + "func (c *Conn) Close() {\n\tc.conn.Close()\n}\n",
+            "h.go": "package g\n\ntype Other struct{}\n\nfunc (o *Other) Close() {}\n",
+        },
+    )
+    assert calls(kb, "project://gopackage/g.go#Conn.Close") == set()
+
+
 def test_a_typescript_call_on_a_constructor_parameter_property_links_to_its_type(
     indexed: Callable[[str, dict[str, str]], BackendSet],
 ) -> None:

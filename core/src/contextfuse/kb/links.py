@@ -367,12 +367,18 @@ class _Resolver:
     ) -> NodeKey | None:
         """The method ``method`` of the repository's type ``type_name`` as seen from ``path``.
 
-        The type is the only one so named, else the one bound by an import, defined in
-        ``path``, in a file ``path`` imports, or in its directory (the first of these that
-        holds exactly one); the method is the type's in its own file, else in its directory
+        The type is the only one so named (in a directory named as the package, for Go's
+        ``pkg/Type``), else the one bound by an import, defined in ``path``, in a file
+        ``path`` imports, or in its directory (the first of these that holds exactly one);
+        the method is the type's in its own file, else in its directory
         (a Go package), else the only method of that qualified name when the type is unique.
         """
+        package, _, type_name = type_name.rpartition("/")
         candidates = self.types.get(type_name)
+        if candidates and package:  # Go's ``pkg.Type``: a type of a directory so named
+            candidates = [
+                c for c in candidates if posixpath.basename(posixpath.dirname(c.path)) == package
+            ]
         if not candidates:
             return None
         owner = (

@@ -10,8 +10,8 @@ nothing. A name that is declared nowhere but starts with a capital letter (``Ref
 ``Foo::new()``) is taken as the type itself: a static call; Java's ``new Foo(`` calls
 ``Foo``'s constructor. Each call found is reported as ``Type.method`` (``Type::method`` for
 a Rust path call or a Java constructor: counted as a bare name), with generics and
-qualifiers dropped (``java.util.List<Foo>`` is ``List``); ``kb/links.py`` resolves it when
-the repository has that type.
+qualifiers dropped (``java.util.List<Foo>`` is ``List``; Go keeps the package:
+``net/Conn.Close``); ``kb/links.py`` resolves it when the repository has that type.
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ class TypedCalls:
             for at in places:
                 matched = pattern.match(text, at)
                 if matched is not None:
-                    return _type_name(matched[1])
+                    return _type_name(matched[1], self.language)
         return None
 
     def fields_of(self, owner: str) -> Mapping[str, str]:
@@ -278,6 +278,9 @@ def _ancestors(qualname: str) -> list[str]:
     return found
 
 
-def _type_name(written: str) -> str:
-    """``java.util.List<Foo>`` -> ``List``, ``pkg.Context`` -> ``Context``."""
-    return _GENERIC_START.split(written, 1)[0].rpartition(".")[2].rpartition("::")[2]
+def _type_name(written: str, language: str = "") -> str:
+    """``java.util.List<Foo>`` -> ``List``; Go's ``pkg.Context`` -> ``pkg/Context``: Go
+    reuses type names across packages (``net.Conn``), so the package stays to tell them apart."""
+    name = _GENERIC_START.split(written, 1)[0].rpartition("::")[2]
+    qualifier, _, name = name.rpartition(".")
+    return f"{qualifier.rpartition('.')[2]}/{name}" if qualifier and language == "go" else name
