@@ -155,11 +155,12 @@ def test_a_go_call_on_a_type_of_another_package_skips_the_repository_type_so_nam
     kb = indexed(
         "gopackage",
         {
-            "g.go": conn + "func (c *Conn) Close() {\n\tc.conn.Close()\n}\n",
+            "g.go": conn + "func (c *Conn) Close() {}\n\n"
+            "func (c *Conn) Shutdown() {\n\tc.conn.Close()\n}\n",
             "h.go": "package g\n\ntype Other struct{}\n\nfunc (o *Other) Close() {}\n",
         },
     )
-    assert calls(kb, "project://gopackage/g.go#Conn.Close") == set()
+    assert calls(kb, "project://gopackage/g.go#Conn.Shutdown") == set()
 
 
 def test_a_typescript_call_on_a_constructor_parameter_property_links_to_its_type(
