@@ -4,32 +4,8 @@ method of that type, even when other types have a method so named."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-
-from contextfuse.backends import BackendSet
-
-
-def calls(kb: BackendSet, uri: str) -> set[str]:
-    return {e.target.split("#", 1)[1] for e in kb.graph.neighbors(uri, ("calls",), "out")}
-
-
-@pytest.fixture
-def indexed(
-    new_repo: Callable[..., Any],
-    build: Callable[..., Any],
-    opened: Callable[..., Any],
-    write: Callable[..., Any],
-) -> Callable[[str, dict[str, str]], BackendSet]:
-    def make(name: str, files: dict[str, str]) -> BackendSet:
-        root = new_repo(name, with_git=False)
-        write(root, files)
-        build(root)
-        kb: BackendSet = opened(root)
-        return kb
-
-    return make
 
 
 def java(name: str, body: str, package: str = "p") -> str:
@@ -43,7 +19,7 @@ JAVA_TYPES = {
 
 
 def test_a_java_call_on_a_field_links_to_the_method_of_the_fields_type(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_java")
     exec_ = java(
@@ -51,12 +27,12 @@ def test_a_java_call_on_a_field_links_to_the_method_of_the_fields_type(
         "    private PluginManager pluginManager;\n"
         "    void run(String s) {\n        pluginManager.exec(s);\n    }\n",
     )
-    kb = indexed("javafield", {**JAVA_TYPES, "p/Exec.java": exec_})
-    assert calls(kb, "project://javafield/p/Exec.java#Exec.run") == {"PluginManager.exec"}
+    calls = linked("javafield", {**JAVA_TYPES, "p/Exec.java": exec_})
+    assert calls("project://javafield/p/Exec.java#Exec.run") == {"PluginManager.exec"}
 
 
 def test_a_java_call_on_a_generic_local_links_to_the_raw_type(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_java")
     registry = java("Registry<T>", "    public void exec(String s) {}\n")
@@ -65,44 +41,41 @@ def test_a_java_call_on_a_generic_local_links_to_the_raw_type(
         "    void run(String s) {\n        Registry<List<String>> r = make();\n"
         "        r.exec(s);\n    }\n",
     )
-    kb = indexed(
+    calls = linked(
         "javageneric",
         {**JAVA_TYPES, "p/Registry.java": registry, "p/Exec.java": exec_},
     )
-    assert calls(kb, "project://javageneric/p/Exec.java#Exec.run") == {"Registry.exec"}
+    assert calls("project://javageneric/p/Exec.java#Exec.run") == {"Registry.exec"}
 
 
 def test_a_java_call_on_a_parameter_typed_by_an_interface_links_to_its_method(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_java")
     interface = "package p;\npublic interface Host {\n    void exec(String s);\n}\n"
     exec_ = java("Exec", '    void run(Host host) {\n        host.exec("x");\n    }\n')
-    kb = indexed("javaiface", {**JAVA_TYPES, "p/Host.java": interface, "p/Exec.java": exec_})
-    assert calls(kb, "project://javaiface/p/Exec.java#Exec.run") == {"Host.exec"}
+    calls = linked("javaiface", {**JAVA_TYPES, "p/Host.java": interface, "p/Exec.java": exec_})
+    assert calls("project://javaiface/p/Exec.java#Exec.run") == {"Host.exec"}
 
 
 def test_a_java_static_call_links_to_the_method_of_the_named_class(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_java")
     exec_ = java("Exec", '    void run() {\n        PluginManager.exec("x");\n    }\n')
-    kb = indexed("javastatic", {**JAVA_TYPES, "p/Exec.java": exec_})
-    assert calls(kb, "project://javastatic/p/Exec.java#Exec.run") == {"PluginManager.exec"}
+    calls = linked("javastatic", {**JAVA_TYPES, "p/Exec.java": exec_})
+    assert calls("project://javastatic/p/Exec.java#Exec.run") == {"PluginManager.exec"}
 
 
 def test_a_java_type_named_twice_is_the_one_in_the_callers_package(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_java")
     exec_ = java("Exec", '    void run(Other o) {\n        o.exec("x");\n    }\n')
     elsewhere = java("Other", "    public void exec(String s) {}\n", package="q")
-    kb = indexed("javatwice", {**JAVA_TYPES, "q/Other.java": elsewhere, "p/Exec.java": exec_})
-    assert calls(kb, "project://javatwice/p/Exec.java#Exec.run") == {"Other.exec"}
-    assert {
-        e.target
-        for e in kb.graph.neighbors("project://javatwice/p/Exec.java#Exec.run", ("calls",), "out")
-    } == {"project://javatwice/p/Other.java#Other.exec"}
+    calls = linked("javatwice", {**JAVA_TYPES, "q/Other.java": elsewhere, "p/Exec.java": exec_})
+    uri = "project://javatwice/p/Exec.java#Exec.run"
+    assert calls(uri, paths=True) == {"p/Other.java#Other.exec"}
 
 
 GO_TYPES = (
@@ -112,47 +85,47 @@ GO_TYPES = (
 
 
 def test_a_go_call_on_a_parameter_links_to_the_method_of_its_type_in_another_file(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_go")
-    kb = indexed(
+    calls = linked(
         "goparam",
         {
             "types.go": GO_TYPES,
             "handle.go": "package g\n\nfunc handle(c *Context) {\n\tc.Next()\n}\n",
         },
     )
-    assert calls(kb, "project://goparam/handle.go#handle") == {"Context.Next"}
+    assert calls("project://goparam/handle.go#handle") == {"Context.Next"}
 
 
 def test_a_go_call_on_a_local_built_from_a_composite_literal_links_to_its_type(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_go")
-    kb = indexed(
+    calls = linked(
         "golocal",
         {"g.go": GO_TYPES + "func run() {\n\tengine := &Engine{}\n\tengine.Next()\n}\n"},
     )
-    assert calls(kb, "project://golocal/g.go#run") == {"Engine.Next"}
+    assert calls("project://golocal/g.go#run") == {"Engine.Next"}
 
 
 def test_a_go_method_receiver_does_not_type_a_same_named_variable_elsewhere(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_go")
-    kb = indexed(
+    calls = linked(
         "goscope",
         {"g.go": GO_TYPES + "func run() {\n\te := get()\n\te.Next()\n}\n"},
     )
-    assert calls(kb, "project://goscope/g.go#run") == set()
+    assert calls("project://goscope/g.go#run") == set()
 
 
 def test_a_go_call_on_a_type_of_another_package_skips_the_repository_type_so_named(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_go")
     conn = "package g\n\ntype Conn struct {\n\tconn net.Conn\n}\n\n"
-    kb = indexed(
+    calls = linked(
         "gopackage",
         {
             "g.go": conn + "func (c *Conn) Close() {}\n\n"
@@ -160,14 +133,14 @@ def test_a_go_call_on_a_type_of_another_package_skips_the_repository_type_so_nam
             "h.go": "package g\n\ntype Other struct{}\n\nfunc (o *Other) Close() {}\n",
         },
     )
-    assert calls(kb, "project://gopackage/g.go#Conn.Shutdown") == set()
+    assert calls("project://gopackage/g.go#Conn.Shutdown") == set()
 
 
 def test_a_typescript_call_on_a_constructor_parameter_property_links_to_its_type(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_typescript")
-    kb = indexed(
+    calls = linked(
         "tsfield",
         {
             "router.ts": "export class Router {\n  match(): void {}\n}\n",
@@ -177,14 +150,14 @@ def test_a_typescript_call_on_a_constructor_parameter_property_links_to_its_type
             "  run(): void {\n    this.router.match();\n  }\n}\n",
         },
     )
-    assert calls(kb, "project://tsfield/app.ts#App.run") == {"Router.match"}
+    assert calls("project://tsfield/app.ts#App.run") == {"Router.match"}
 
 
 def test_a_javascript_call_on_a_field_assigned_a_new_object_links_to_its_class(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_javascript")
-    kb = indexed(
+    calls = linked(
         "jsfield",
         {
             "lib.js": "class Store {\n  save() {}\n}\nclass Other {\n  save() {}\n}\n"
@@ -192,7 +165,7 @@ def test_a_javascript_call_on_a_field_assigned_a_new_object_links_to_its_class(
             "  run() {\n    this.store.save();\n  }\n}\n",
         },
     )
-    assert calls(kb, "project://jsfield/lib.js#App.run") == {"Store.save"}
+    assert calls("project://jsfield/lib.js#App.run") == {"Store.save"}
 
 
 PY_TYPES = {
@@ -202,9 +175,9 @@ PY_TYPES = {
 
 
 def test_a_python_call_on_an_annotated_parameter_links_to_the_method_of_its_class(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
-    kb = indexed(
+    calls = linked(
         "pyparam",
         {
             **PY_TYPES,
@@ -212,13 +185,13 @@ def test_a_python_call_on_an_annotated_parameter_links_to_the_method_of_its_clas
             "def run(client: Client):\n    return client.send()\n",
         },
     )
-    assert calls(kb, "project://pyparam/app.py#run") == {"Client.send"}
+    assert calls("project://pyparam/app.py#run") == {"Client.send"}
 
 
 def test_a_python_call_on_an_attribute_set_in_init_links_to_the_method_of_its_class(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
-    kb = indexed(
+    calls = linked(
         "pyattr",
         {
             **PY_TYPES,
@@ -227,14 +200,14 @@ def test_a_python_call_on_an_attribute_set_in_init_links_to_the_method_of_its_cl
             "    def run(self):\n        return self.client.send()\n",
         },
     )
-    assert calls(kb, "project://pyattr/app.py#App.run") == {"Client.send"}
+    assert calls("project://pyattr/app.py#App.run") == {"Client.send"}
 
 
 def test_a_rust_call_on_a_reference_parameter_links_to_the_method_of_its_type(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_rust")
-    kb = indexed(
+    calls = linked(
         "rustparam",
         {
             "src/lib.rs": "pub struct A;\nimpl A {\n    pub fn step(&self) {}\n}\n"
@@ -242,26 +215,26 @@ def test_a_rust_call_on_a_reference_parameter_links_to_the_method_of_its_type(
             "pub fn run(a: &A) {\n    a.step();\n}\n"
         },
     )
-    assert calls(kb, "project://rustparam/src/lib.rs#run") == {"A.step"}
+    assert calls("project://rustparam/src/lib.rs#run") == {"A.step"}
 
 
 def test_a_call_on_a_type_the_repository_lacks_is_resolved_as_an_untyped_call(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
-    kb = indexed(
+    calls = linked(
         "pyforeign",
         {
             "client.py": "class Client:\n    def send(self):\n        return 1\n",
             "app.py": "def run(client: Session):\n    return client.send()\n",
         },
     )
-    assert calls(kb, "project://pyforeign/app.py#run") == {"Client.send"}
+    assert calls("project://pyforeign/app.py#run") == {"Client.send"}
 
 
 def test_a_call_on_a_type_defined_twice_elsewhere_is_left_unresolved(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
-    kb = indexed(
+    calls = linked(
         "pyambiguous",
         {
             "a/client.py": "class Client:\n    def send(self):\n        return 1\n",
@@ -269,11 +242,11 @@ def test_a_call_on_a_type_defined_twice_elsewhere_is_left_unresolved(
             "app.py": "def run(client: Client):\n    return client.send()\n",
         },
     )
-    assert calls(kb, "project://pyambiguous/app.py#run") == set()
+    assert calls("project://pyambiguous/app.py#run") == set()
 
 
 def test_a_java_construction_of_a_nested_class_links_to_its_constructor(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_java")
     allow = java(
@@ -281,7 +254,7 @@ def test_a_java_construction_of_a_nested_class_links_to_its_constructor(
         "    static class Pattern {\n        Pattern(String s) {}\n    }\n"
         "    void add(String s) {\n        Pattern p = new Pattern(s);\n    }\n",
     )
-    kb = indexed("javanew", {"p/AllowList.java": allow})
-    assert calls(kb, "project://javanew/p/AllowList.java#AllowList.add") == {
+    calls = linked("javanew", {"p/AllowList.java": allow})
+    assert calls("project://javanew/p/AllowList.java#AllowList.add") == {
         "AllowList.Pattern.Pattern"
     }
