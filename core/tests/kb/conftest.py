@@ -294,3 +294,31 @@ def new_repo(tmp_path: Path) -> Callable[..., Path]:
         return make_repo(tmp_path / name, with_git=with_git)
 
     return make
+
+
+@pytest.fixture
+def linked(
+    new_repo: Callable[..., Path],
+    build: Callable[..., IndexStats],
+    opened: Callable[..., BackendSet],
+) -> Callable[[str, dict[str, str]], Callable[..., set[str]]]:
+    """``linked(name, files)`` indexes a repository of ``files`` (no git) and returns
+    ``calls(uri)``: the qualified names of the symbols the node ``uri`` has calls edges to
+    (``path#qualname`` with ``paths=True``)."""
+
+    def make(name: str, files: dict[str, str]) -> Callable[..., set[str]]:
+        root = new_repo(name, with_git=False)
+        write_files(root, dict(files))
+        build(root)
+        kb = opened(root)
+        prefix = f"project://{name}/"
+
+        def calls(uri: str, paths: bool = False) -> set[str]:
+            edges = kb.graph.neighbors(uri, ("calls",), "out")
+            if paths:
+                return {e.target.removeprefix(prefix) for e in edges}
+            return {e.target.split("#", 1)[1] for e in edges}
+
+        return calls
+
+    return make

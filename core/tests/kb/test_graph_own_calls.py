@@ -4,42 +4,17 @@ class) link to the method of its own type, even when other types have a method s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-
-from contextfuse.backends import BackendSet
-
-
-def calls(kb: BackendSet, uri: str) -> set[str]:
-    return {e.target.split("#", 1)[1] for e in kb.graph.neighbors(uri, ("calls",), "out")}
-
-
-@pytest.fixture
-def indexed(
-    new_repo: Callable[..., Any],
-    build: Callable[..., Any],
-    opened: Callable[..., Any],
-    write: Callable[..., Any],
-) -> Callable[[str, dict[str, str]], BackendSet]:
-    def make(name: str, files: dict[str, str]) -> BackendSet:
-        root = new_repo(name, with_git=False)
-        write(root, files)
-        build(root)
-        kb: BackendSet = opened(root)
-        return kb
-
-    return make
-
 
 JAVA_OTHER = "package p;\npublic class Other {\n    void getPlugin(String n) {}\n}\n"
 
 
 def test_a_bare_call_in_a_java_class_links_to_the_method_of_the_class(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_java")
-    kb = indexed(
+    calls = linked(
         "javabare",
         {
             "p/Exec.java": "package p;\npublic class Exec {\n"
@@ -48,14 +23,14 @@ def test_a_bare_call_in_a_java_class_links_to_the_method_of_the_class(
             "p/Other.java": JAVA_OTHER,
         },
     )
-    assert calls(kb, "project://javabare/p/Exec.java#Exec.exec") == {"Exec.getPlugin"}
+    assert calls("project://javabare/p/Exec.java#Exec.exec") == {"Exec.getPlugin"}
 
 
 def test_a_bare_call_in_a_nested_java_class_links_to_the_outer_class_method(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_java")
-    kb = indexed(
+    calls = linked(
         "javanested",
         {
             "p/Exec.java": "package p;\npublic class Exec {\n"
@@ -65,7 +40,7 @@ def test_a_bare_call_in_a_nested_java_class_links_to_the_outer_class_method(
             "p/Other.java": JAVA_OTHER,
         },
     )
-    assert calls(kb, "project://javanested/p/Exec.java#Exec.Inner.go") == {"Exec.getPlugin"}
+    assert calls("project://javanested/p/Exec.java#Exec.Inner.go") == {"Exec.getPlugin"}
 
 
 GO_TYPES = (
@@ -74,33 +49,33 @@ GO_TYPES = (
 )
 
 
-def test_a_go_call_on_another_variable_is_not_linked_to_the_receivers_method(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+def test_a_go_call_on_another_variable_links_to_its_type_not_the_receivers(
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_go")
-    kb = indexed(
+    calls = linked(
         "goother",
         {"g.go": GO_TYPES + "func (engine *Engine) serve(c *Context) {\n\tc.reset()\n}\n"},
     )
-    assert calls(kb, "project://goother/g.go#Engine.serve") == set()
+    assert calls("project://goother/g.go#Engine.serve") == {"Context.reset"}
 
 
 def test_a_go_call_on_the_receiver_links_to_the_method_of_its_type(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_go")
-    kb = indexed(
+    calls = linked(
         "goreceiver",
         {"g.go": GO_TYPES + "func (engine *Engine) serve(c *Context) {\n\tengine.reset()\n}\n"},
     )
-    assert calls(kb, "project://goreceiver/g.go#Engine.serve") == {"Engine.reset"}
+    assert calls("project://goreceiver/g.go#Engine.serve") == {"Engine.reset"}
 
 
 def test_a_rust_call_on_self_type_links_to_the_associated_function(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_rust")
-    kb = indexed(
+    calls = linked(
         "rustself",
         {
             "src/lib.rs": "pub struct A;\nimpl A {\n    pub fn run() -> u32 {\n"
@@ -108,14 +83,14 @@ def test_a_rust_call_on_self_type_links_to_the_associated_function(
             "pub struct B;\nimpl B {\n    fn helper() -> u32 { 2 }\n}\n"
         },
     )
-    assert calls(kb, "project://rustself/src/lib.rs#A.run") == {"A.helper"}
+    assert calls("project://rustself/src/lib.rs#A.run") == {"A.helper"}
 
 
 def test_a_typescript_call_on_this_links_to_the_method_of_the_class(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
     pytest.importorskip("tree_sitter_typescript")
-    kb = indexed(
+    calls = linked(
         "tsthis",
         {
             "a.ts": "export class A {\n  run(): void {\n    this.step();\n  }\n"
@@ -123,13 +98,13 @@ def test_a_typescript_call_on_this_links_to_the_method_of_the_class(
             "export class B {\n  step(): void {}\n}\n"
         },
     )
-    assert calls(kb, "project://tsthis/a.ts#A.run") == {"A.step"}
+    assert calls("project://tsthis/a.ts#A.run") == {"A.step"}
 
 
 def test_a_call_on_self_links_to_the_method_of_the_base_class(
-    indexed: Callable[[str, dict[str, str]], BackendSet],
+    linked: Callable[[str, dict[str, str]], Callable[..., set[str]]],
 ) -> None:
-    kb = indexed(
+    calls = linked(
         "pybase",
         {
             "base.py": "class Base:\n    def helper(self):\n        return 1\n",
@@ -138,4 +113,4 @@ def test_a_call_on_self_links_to_the_method_of_the_base_class(
             "other.py": "class Other:\n    def helper(self):\n        return 2\n",
         },
     )
-    assert calls(kb, "project://pybase/view.py#View.get") == {"Base.helper"}
+    assert calls("project://pybase/view.py#View.get") == {"Base.helper"}

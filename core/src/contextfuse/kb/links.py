@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from contextfuse.kb.parsed import ParsedFile
+from contextfuse.kb.receivers import TYPE_KINDS, TypedCalls
 from contextfuse.kb.render import NodeDraft
 
 __all__ = [
@@ -111,11 +112,12 @@ def extract_facts(parsed: ParsedFile, drafts: list[NodeDraft]) -> dict[str, Any]
     bases = {s.qualname: s.bases for s in parsed.symbols if s.bases}
     symbols: dict[str, dict[str, Any]] = {}
     own = _SELF_NAMES.get(parsed.language, ())
+    typed = TypedCalls(parsed.language, drafts)
     for draft in drafts:
-        if parsed.language == "go" and draft.kind == "method":
-            receiver = _GO_RECEIVER.search(draft.own_text)
+        if parsed.language == "go":
+            receiver = _GO_RECEIVER.search(draft.own_text) if draft.kind == "method" else None
             own = (receiver.group(1),) if receiver else ()
-        entry = _names(draft.own_text, own)
+        entry = _names(draft.own_text, own, typed.calls(draft, own))
         if draft.qualname in bases:
             entry["bases"] = bases[draft.qualname]
         if entry:
@@ -133,10 +135,13 @@ def go_module(go_mod: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _names(text: str, own: tuple[str, ...]) -> dict[str, Any]:
+def _names(text: str, own: tuple[str, ...], typed: Counter[str]) -> dict[str, Any]:
     calls = Counter(_CALL.findall(text))
     if own and calls:
         _mark_own_calls(text, own, calls)
+    for key, n in typed.items():
+        _, separator, method = _typed_parts(key)
+        _move(calls, f".{method}" if separator == "." else method, key, n)
     refs = Counter(_CAPITALISED.findall(text))
     refs.subtract({name: n for name, n in calls.items() if not name.startswith(".")})
     entry: dict[str, Any] = {}
@@ -153,14 +158,28 @@ def _mark_own_calls(text: str, own: tuple[str, ...], calls: Counter[str]) -> Non
     found = Counter(m for pattern in _own_call_patterns(own) for m in pattern.findall(text))
     for (separator, name), n in found.items():
         counted = f".{name}" if separator == "." else name  # ``Self::x(`` reads as ``x(``
-        moved = min(n, calls[counted])
-        if moved <= 0:
-            continue
-        if moved == calls[counted]:
-            del calls[counted]
-        else:
-            calls[counted] -= moved
-        calls[f"@{name}"] += moved
+        _move(calls, counted, f"@{name}", n)
+
+
+def _move(calls: Counter[str], counted: str, key: str, n: int) -> None:
+    """Count up to ``n`` of the calls counted as ``counted`` as ``key`` instead."""
+    moved = min(n, calls[counted])
+    if moved <= 0:
+        return
+    if moved == calls[counted]:
+        del calls[counted]
+    else:
+        calls[counted] -= moved
+    calls[key] += moved
+
+
+def _typed_parts(key: str) -> tuple[str, str, str]:
+    """``Type.method`` -> ``("Type", ".", "method")``; ``Type::method`` likewise."""
+    if "::" in key:
+        type_name, _, method = key.partition("::")
+        return type_name, "::", method
+    type_name, _, method = key.partition(".")
+    return type_name, ".", method
 
 
 @functools.lru_cache(maxsize=256)
@@ -206,15 +225,22 @@ class _Resolver:
         self.nodes = nodes
         self.by_key: dict[tuple[str, str], NodeKey] = {(n.path, n.qualname): n for n in nodes}
         self.file_ids = {n.path: n.id for n in nodes if n.kind == "file"}
+        self.file_paths = {i: p for p, i in self.file_ids.items()}
         self.top: dict[str, list[NodeKey]] = {}  # name -> top-level code symbols
         self.members: dict[str, list[NodeKey]] = {}  # name -> methods and nested symbols
+        self.types: dict[str, list[NodeKey]] = {}  # name -> classes, structs, interfaces, ...
+        self.methods: dict[str, list[NodeKey]] = {}  # qualname -> methods (a Go type's files)
         for node in nodes:
             if node.kind not in _CODE_KINDS:
                 continue
             if "." in node.qualname:
                 self.members.setdefault(node.name, []).append(node)
+                if node.kind in _CALLABLE_KINDS:
+                    self.methods.setdefault(node.qualname, []).append(node)
             else:
                 self.top.setdefault(node.name, []).append(node)
+            if node.kind in TYPE_KINDS:
+                self.types.setdefault(node.name, []).append(node)
         self.modules, self.module_names = _python_modules(self.file_ids)
         self.edge_weights: Counter[tuple[int, int, str]] = Counter()
 
@@ -238,9 +264,11 @@ class _Resolver:
             return
         data = facts.facts
         bound: dict[str, NodeKey] = {}
+        imported: set[str] = set()
         for module, names in data.get("imports", ()):
             for target_id in self.import_targets(facts, module, names):
                 self.add(file_id, target_id, "imports")
+                imported.add(self.file_paths[target_id])
         for local, (module, name) in data.get("bindings", {}).items():
             target = self.binding_target(facts, module, name)
             if target is not None:
@@ -258,6 +286,15 @@ class _Resolver:
                     found = found or self.member(name[1:])
                 elif name[0] == ".":
                     found = self.member(name[1:])
+                elif "." in name or "::" in name:
+                    type_name, separator, method = _typed_parts(name)
+                    found = self.typed(path, type_name, method, bound, imported)
+                    if found is None:  # as an untyped call: ``.method(`` or ``method(``
+                        found = (
+                            self.member(method)
+                            if separator == "."
+                            else self.name(path, method, bound)
+                        )
                 else:
                     found = self.own(path, owner, name, symbols, bound) if implicit else None
                     found = found or self.name(path, name, bound)
@@ -320,6 +357,45 @@ class _Resolver:
             candidates = self.top.get(name, [])
         return candidates[0] if len(candidates) == 1 else None
 
+    def typed(
+        self,
+        path: str,
+        type_name: str,
+        method: str,
+        bound: Mapping[str, NodeKey],
+        imported: Collection[str],
+    ) -> NodeKey | None:
+        """The method ``method`` of the repository's type ``type_name`` as seen from ``path``.
+
+        The type is the only one so named (in a directory named as the package, for Go's
+        ``pkg/Type``), else the one bound by an import, defined in ``path``, in a file
+        ``path`` imports, or in its directory (the first of these that holds exactly one);
+        the method is the type's in its own file, else in its directory
+        (a Go package), else the only method of that qualified name when the type is unique.
+        """
+        package, _, type_name = type_name.rpartition("/")
+        candidates = self.types.get(type_name)
+        if candidates and package:  # Go's ``pkg.Type``: a type of a directory so named
+            candidates = [
+                c for c in candidates if posixpath.basename(posixpath.dirname(c.path)) == package
+            ]
+        if not candidates:
+            return None
+        owner = (
+            candidates[0] if len(candidates) == 1 else _preferred(candidates, path, bound, imported)
+        )
+        if owner is None:
+            return None
+        methods = self.methods.get(f"{owner.qualname}.{method}", ())
+        own_file = [m for m in methods if m.path == owner.path]
+        if own_file:
+            return own_file[0]
+        directory = posixpath.dirname(owner.path)
+        near = [m for m in methods if posixpath.dirname(m.path) == directory]
+        if near:
+            return near[0]
+        return methods[0] if len(methods) == 1 and len(candidates) == 1 else None
+
     # ---- modules ----------------------------------------------------------------------------
 
     def import_targets(self, facts: FileFacts, module: str, names: list[str]) -> list[int]:
@@ -366,6 +442,27 @@ class _Resolver:
                 return symbol
         submodule = self.modules.get(f"{absolute}.{name}")
         return self.by_key.get((submodule, "")) if submodule else None
+
+
+def _preferred(
+    candidates: list[NodeKey],
+    path: str,
+    bound: Mapping[str, NodeKey],
+    imported: Collection[str],
+) -> NodeKey | None:
+    """The one of several same-named types that ``path`` means, or None when ambiguous."""
+    name = candidates[0].name
+    if name in bound and bound[name] in candidates:
+        return bound[name]
+    directory = posixpath.dirname(path)
+    for tier in (
+        [n for n in candidates if n.path == path],
+        [n for n in candidates if n.path in imported],
+        [n for n in candidates if posixpath.dirname(n.path) == directory],
+    ):
+        if tier:
+            return tier[0] if len(tier) == 1 else None
+    return None
 
 
 def _base_name(base: str) -> str:

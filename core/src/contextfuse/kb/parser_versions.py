@@ -21,11 +21,12 @@ __all__ = [
 #: Python has no values or blocks as symbols (they cost SWE-bench tasks their edited
 #: functions: docs/indexing.md, "Python"); version 2 stores calls on ``self`` and ``cls`` as
 #: such (``kb/links.py``), as tree-sitter's version 4 does for ``this``, ``self``, ``Self::``
-#: and Go receivers (issue 18).
-PYTHON_ID = "python-ast/2"
+#: and Go receivers (issue 18); version 3 (tree-sitter's 5) stores a call on a name whose
+#: type is declared in scope as ``Type.method`` (``kb/receivers.py``).
+PYTHON_ID = "python-ast/3"
 #: Version 3: values, blocks, same names as ``@2`` and Rust macro items (issue 18);
-#: version 4: calls on the method's own object stored as such.
-TREE_SITTER_VERSION = 4
+#: version 4: calls on the method's own object stored as such; version 5: typed calls.
+TREE_SITTER_VERSION = 5
 MARKDOWN_ID = "markdown/1"
 RST_ID = "rst/1"
 TEXT_ID = "text/1"
