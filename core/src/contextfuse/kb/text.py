@@ -114,8 +114,7 @@ class SQLiteTextBackend:
     ) -> list[tuple[str, float]]:
         if not terms:
             return []
-        match = " OR ".join(f'"{term}"' for term in terms)
-        return self._scorer.best(conn, match, limit, kinds)
+        return self._scorer.best(conn, terms, limit, kinds)
 
     def _query(
         self, match: str, limit: int, kinds: Sequence[str] | None
