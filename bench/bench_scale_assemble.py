@@ -4,7 +4,8 @@ The generated tree of ``bench/bench_index.py`` (``--files`` modules in packages 
 indexed once into ``--cache`` and reused by later runs (an index of 100,000 files takes
 minutes to build); so is a small tree of ``--small`` files made by the same generator, the
 same-run reference. Both are rebuilt only when missing or when the index is of another
-schema. For each tree, in this run:
+schema or parser versions (a refresh would otherwise parse every file again inside the
+first timed assembly). For each tree, in this run:
 
 * warm: ``ContextAssembler.assemble`` (default strategy selection, 8,000 tokens) of each
   request once to warm up, then ``--rounds`` times each; p50 and p95 milliseconds;
@@ -44,6 +45,7 @@ from bench_index import CHILD_ENV, make_tree
 
 from contextfuse import ContextAssembler
 from contextfuse.kb import index
+from contextfuse.kb.parser_versions import fingerprint
 from contextfuse.kb.store import SCHEMA_VERSION
 
 #: Requests a developer might ask of the generated tree: names, plain words, a path.
@@ -72,7 +74,7 @@ def prepared(cache: Path, files: int) -> Path:
     """A generated tree of ``files`` modules with a current index, built on first use."""
     root = cache / f"tree-{files}"
     marker = cache / f"tree-{files}.json"
-    wanted = {"files": files, "schema": SCHEMA_VERSION}
+    wanted = {"files": files, "schema": SCHEMA_VERSION, "parsers": fingerprint()}
     if marker.is_file() and json.loads(marker.read_text()) == wanted and root.is_dir():
         return root
     if root.exists():

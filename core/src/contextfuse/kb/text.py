@@ -11,12 +11,14 @@ with RE2 (``contextfuse.kb.regex_search``): linear in the text whatever the patt
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Mapping, Sequence
 
 from contextfuse.backends import SearchHit
 from contextfuse.kb.compressed import stored_utf8
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.regex_search import NodeSpan, compile_pattern, rank_matches
+from contextfuse.kb.scored_matches import WEIGHTS, MatchScorer
 from contextfuse.kb.store import Database
 from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, weighted_query_terms
 
@@ -31,8 +33,6 @@ _COMMON_SHARE = 0.05
 _ENOUGH_TERMS = 8
 #: A term of a phrase: what the FTS5 tokenizer keeps of a word (``unicode61 tokenchars '_'``).
 _WORD = re.compile(r"\w+")
-#: bm25() weights of the columns name, path, body, parts.
-_WEIGHTS = (10.0, 4.0, 1.0, 0.5)
 
 
 class SQLiteTextBackend:
@@ -40,6 +40,7 @@ class SQLiteTextBackend:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._scorer = MatchScorer()
 
     def search(
         self, query: str, limit: int = 50, kinds: Sequence[str] | None = None
@@ -53,11 +54,12 @@ class SQLiteTextBackend:
             return []
         spelled = [t for t in terms if weighted.get(t, 1.0) > VARIANT_WEIGHT]
         variants = [t for t in terms if weighted.get(t, 1.0) <= VARIANT_WEIGHT]
-        hits = {uri: score for uri, score in self._match(spelled, limit, kinds)}
-        # Inflections the query did not spell are searched apart and count half, so a word
-        # spelled differently in the code is found without outranking the exact words.
-        for uri, score in self._match(variants, limit, kinds):
-            hits[uri] = max(hits.get(uri, 0.0), score * VARIANT_WEIGHT)
+        with self._db.snapshot() as conn:
+            hits = dict(self._match(conn, spelled, limit, kinds))
+            # Inflections the query did not spell are searched apart and count half, so a word
+            # spelled differently in the code is found without outranking the exact words.
+            for uri, score in self._match(conn, variants, limit, kinds):
+                hits[uri] = max(hits.get(uri, 0.0), score * VARIANT_WEIGHT)
         ranked = sorted(hits.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return [SearchHit(uri, score) for uri, score in ranked]
 
@@ -104,17 +106,20 @@ class SQLiteTextBackend:
         ]
 
     def _match(
-        self, terms: Sequence[str], limit: int, kinds: Sequence[str] | None
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        limit: int,
+        kinds: Sequence[str] | None,
     ) -> list[tuple[str, float]]:
         if not terms:
             return []
-        match = " OR ".join(f'"{term}"' for term in terms)
-        return self._query(match, limit, kinds)
+        return self._scorer.best(conn, terms, limit, kinds)
 
     def _query(
         self, match: str, limit: int, kinds: Sequence[str] | None
     ) -> list[tuple[str, float]]:
-        weights = ", ".join(str(w) for w in _WEIGHTS)
+        weights = ", ".join(str(w) for w in WEIGHTS)
         sql = (
             f"SELECT n.uri, bm25(fts, {weights}) AS rank FROM fts JOIN nodes n ON n.id = fts.rowid"
             " WHERE fts MATCH ?"
