@@ -9,6 +9,7 @@ import pytest
 
 from contextfuse import BackendSet, ContextRequest, PlanContext
 from contextfuse.kb import index, open_backends
+from contextfuse.plugin import uri_path
 from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_arce import ArceStrategy, ArceWeights
@@ -102,8 +103,10 @@ def test_arce_conforms_to_the_strategy_protocol(backends):
 
 def test_a_plain_question_finds_the_implementation_before_its_tests(backends):
     fragments = _assemble(backends, "how does the client follow redirects")
-    full = [f.provenance.resource_uri for f in fragments if f.detail_depth == 9]
-    assert full[0].endswith("http/client.py")
+    full = [uri_path(f.provenance.resource_uri) for f in fragments if f.detail_depth == 9]
+    first_test = next((i for i, path in enumerate(full) if path.startswith("tests/")), len(full))
+    assert full[0].startswith("http/")
+    assert full.index("http/client.py") < first_test
 
 
 def test_tests_come_first_when_the_request_asks_for_tests(backends):
