@@ -45,6 +45,8 @@ _DEPTH = 4096
 _FIRST_CHUNK = 64
 _CHUNK = 16_384
 _BM25 = f"bm25(fts, {', '.join(str(w) for w in WEIGHTS)})"
+#: A kept query: the index generation it was scored in and its terms (OR-ed).
+_Key = tuple[str, tuple[str, ...]]
 
 
 @attrs.define
@@ -68,8 +70,8 @@ class MatchScorer:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._kept: OrderedDict[tuple[str, str], _Ranked] = OrderedDict()
-        self._scoring: dict[tuple[str, str], threading.Lock] = {}
+        self._kept: OrderedDict[_Key, _Ranked] = OrderedDict()
+        self._scoring: dict[_Key, threading.Lock] = {}
 
     def best(
         self,
@@ -81,7 +83,7 @@ class MatchScorer:
         """``(uri, score)`` of the ``limit`` best nodes of ``kinds`` (all when None) matching
         any of ``terms``, best first, as ``conn`` (inside a read snapshot) sees the index; the
         score is ``-bm25()``, higher is better."""
-        key = (generation.cache_key(conn), " OR ".join(f'"{term}"' for term in terms))
+        key = (generation.cache_key(conn), tuple(terms))
         ranked = self._ranked(conn, key, 0)
         wanted = frozenset(kinds) if kinds else None
         found: list[tuple[str, float]] = []
@@ -104,7 +106,7 @@ class MatchScorer:
             position = end
         return found
 
-    def _ranked(self, conn: sqlite3.Connection, key: tuple[str, str], depth: int) -> _Ranked:
+    def _ranked(self, conn: sqlite3.Connection, key: _Key, depth: int) -> _Ranked:
         """The best ``depth`` rows of ``key``'s query (or more; 0: the first rows taken),
         scored once per key."""
         with self._lock:
@@ -133,19 +135,19 @@ class MatchScorer:
             return ranked
 
 
-def _first(conn: sqlite3.Connection, match: str) -> _Ranked:
+def _first(conn: sqlite3.Connection, terms: tuple[str, ...]) -> _Ranked:
     """The rows proved best without scoring every row when the query allows, else the best
     ``_DEPTH`` rows."""
-    terms = [part.strip('"') for part in match.split(" OR ")]
     bounded = bounded_best(conn, terms, COLUMNS, WEIGHTS)
     if bounded is None:
-        return _score(conn, match, _DEPTH)
+        return _score(conn, terms, _DEPTH)
     return _Ranked(ids=bounded[0], ranks=bounded[1], complete=False, depth=0)
 
 
-def _score(conn: sqlite3.Connection, match: str, depth: int) -> _Ranked:
-    """The best ``depth`` rows matching ``match`` with their ``bm25()``, sorted by rank, then
-    node id: every row is scored, only the best leave SQLite."""
+def _score(conn: sqlite3.Connection, terms: tuple[str, ...], depth: int) -> _Ranked:
+    """The best ``depth`` rows matching any of ``terms`` with their ``bm25()``, sorted by
+    rank, then node id: every row is scored, only the best leave SQLite."""
+    match = " OR ".join(f'"{term}"' for term in terms)
     rows = conn.execute(
         f"SELECT rowid, {_BM25} AS score_rank FROM fts WHERE fts MATCH ?"
         " ORDER BY score_rank LIMIT ?",
