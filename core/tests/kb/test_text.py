@@ -9,8 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contextfuse.backends import BackendSet
-from contextfuse.kb.terms import identifier_parts, query_terms, weighted_query_terms
-from contextfuse.kb.text import MAX_QUERY_TERMS
+from contextfuse.kb.terms import (
+    identifier_parts,
+    is_short_request,
+    query_terms,
+    weighted_query_terms,
+)
+from contextfuse.kb.text import MAX_QUERY_TERMS, choose_terms
 
 P = "project://shop-repo/"
 CART = P + "shop/models.py#ShoppingCart"
@@ -159,3 +164,30 @@ def test_the_words_a_query_spells_outrank_their_inflections(kb: BackendSet) -> N
     hits = {hit.uri: hit.score for hit in kb.text.search("recount items")}
     assert hits[P + "shop/models.py#ShoppingCart.recount"] > hits.get(P + "README.md", 0.0)
     assert uris(kb, "recount")[0] == P + "shop/models.py#ShoppingCart.recount"
+
+
+def _rare_terms(n: int) -> dict[str, int]:
+    return {f"rare{i}": 3 for i in range(n)}
+
+
+def test_a_short_question_keeps_a_word_common_in_its_small_index() -> None:
+    frequency = {"plugin": 400, **_rare_terms(10)}
+    chosen = choose_terms(dict.fromkeys(frequency, 1.0), frequency, lambda: 2_000, True)
+    assert "plugin" in chosen
+
+
+def test_a_long_report_leaves_out_a_word_common_in_its_small_index() -> None:
+    frequency = {"plugin": 400, **_rare_terms(10)}
+    chosen = choose_terms(dict.fromkeys(frequency, 1.0), frequency, lambda: 2_000, False)
+    assert "plugin" not in chosen and len(chosen) == 10
+
+
+def test_a_short_question_leaves_out_the_near_stopwords_of_a_large_index() -> None:
+    frequency = {"update": 40_000, **_rare_terms(10)}
+    chosen = choose_terms(dict.fromkeys(frequency, 1.0), frequency, lambda: 300_000, True)
+    assert "update" not in chosen and len(chosen) == 10
+
+
+def test_a_request_of_forty_words_or_fewer_is_a_short_question() -> None:
+    assert is_short_request(" ".join(["word"] * 40))
+    assert not is_short_request(" ".join(["word"] * 41))

@@ -207,6 +207,12 @@ def _emphasis_counts(query: str) -> tuple[Counter[str], set[str]]:
     return counts, told
 
 
+def is_short_request(query: str) -> bool:
+    """Whether ``query`` is a short question (at most ``_SHORT_REQUEST`` words), whose every
+    word was chosen, rather than a long report (an issue, a traceback)."""
+    return len([w for w in _WORD.findall(query) if not _is_rule(w)]) <= _SHORT_REQUEST
+
+
 def weighted_query_terms(query: str) -> dict[str, float]:
     """:func:`query_terms` with a weight each: 2 for what looks like code, 1 for words.
 

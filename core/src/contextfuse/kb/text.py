@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from contextfuse.backends import SearchHit
 from contextfuse.kb.compressed import stored_utf8
@@ -20,16 +20,20 @@ from contextfuse.kb.nodes import chunked
 from contextfuse.kb.regex_search import NodeSpan, compile_pattern, rank_matches
 from contextfuse.kb.scored_matches import WEIGHTS, MatchScorer
 from contextfuse.kb.store import Database
-from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, weighted_query_terms
+from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, is_short_request, weighted_query_terms
 
-__all__ = ["MAX_QUERY_TERMS", "SQLiteTextBackend"]
+__all__ = ["MAX_QUERY_TERMS", "SQLiteTextBackend", "choose_terms", "term_weights"]
 
 #: Terms kept from a query. Each OR-ed term adds its whole posting list to the scan.
 MAX_QUERY_TERMS = 24
 #: Terms found in more than this share of the nodes are near-stopwords (``self``, ``the``,
 #: ``update`` in Django): BM25 gives them little weight, but they cost the most to scan.
-#: They are left out of queries that have at least ``_ENOUGH_TERMS`` others.
+#: They are left out of queries that have at least ``_ENOUGH_TERMS`` others. A short
+#: question keeps those in at most ``_COMMON_NODES`` nodes: its words were chosen, and a
+#: common one (``plugin`` in a plugin framework) still tells which of the nodes holding its
+#: rarer words answer it; a long report's common words are mostly noise.
 _COMMON_SHARE = 0.05
+_COMMON_NODES = 5000
 _ENOUGH_TERMS = 8
 #: A term of a phrase: what the FTS5 tokenizer keeps of a word (``unicode61 tokenchars '_'``).
 _WORD = re.compile(r"\w+")
@@ -49,7 +53,7 @@ class SQLiteTextBackend:
         if limit <= 0:
             return []
         weighted = weighted_query_terms(query)
-        terms = self.select_terms(weighted)
+        terms = self.select_terms(weighted, keep_common=is_short_request(query))
         if not terms:
             return []
         spelled = [t for t in terms if weighted.get(t, 1.0) > VARIANT_WEIGHT]
@@ -132,18 +136,14 @@ class SQLiteTextBackend:
         params.append(limit)
         return [(uri, -float(rank)) for uri, rank in self._db.read(sql, params)]
 
-    def select_terms(self, terms: Mapping[str, float] | Sequence[str]) -> list[str]:
-        """The terms worth searching: present in the index, at most a few.
+    def select_terms(
+        self, terms: Mapping[str, float] | Sequence[str], keep_common: bool = False
+    ) -> list[str]:
+        """The terms worth searching: present in the index, at most a few (:func:`choose_terms`).
 
-        ``terms`` may carry weights (see ``weighted_query_terms``): heavier terms (code) come
-        first, then, within a weight, the rarer ones.
+        ``terms`` may carry weights (see ``weighted_query_terms``).
         """
-        weights: Mapping[str, float] = (
-            terms if isinstance(terms, Mapping) else dict.fromkeys(terms, 1.0)
-        )
-        candidates = [t for t in weights if t not in STOPWORDS] or list(weights)
-        if not candidates:
-            return []
+        weights, candidates = term_weights(terms)
         frequency: dict[str, int] = {}
         for chunk in chunked(candidates):
             marks = ",".join("?" * len(chunk))
@@ -151,14 +151,50 @@ class SQLiteTextBackend:
                 f"SELECT term, docs FROM vocabulary WHERE term IN ({marks})", chunk
             ):
                 frequency[term] = int(docs)
-        present = sorted(
-            (t for t in candidates if t in frequency), key=lambda t: (-weights[t], frequency[t])
+        return choose_terms(
+            weights,
+            frequency,
+            lambda: int(self._db.read("SELECT count(*) FROM nodes")[0][0]),
+            keep_common,
         )
-        if len(present) <= _ENOUGH_TERMS:
-            return present
-        common = self._db.read("SELECT count(*) FROM nodes")[0][0] * _COMMON_SHARE
-        kept = [t for t in present if frequency[t] <= common]
-        if len(kept) < _ENOUGH_TERMS:  # top up with the least common of the common ones
-            rest = sorted((t for t in present if frequency[t] > common), key=frequency.__getitem__)
-            kept += rest[: _ENOUGH_TERMS - len(kept)]
-        return kept[:MAX_QUERY_TERMS]
+
+
+def term_weights(
+    terms: Mapping[str, float] | Sequence[str],
+) -> tuple[Mapping[str, float], list[str]]:
+    """The weight of each term (1 when none is given) and the ones worth looking up: all but
+    English function words, unless nothing else is left."""
+    weights: Mapping[str, float] = (
+        terms if isinstance(terms, Mapping) else dict.fromkeys(terms, 1.0)
+    )
+    return weights, [t for t in weights if t not in STOPWORDS] or list(weights)
+
+
+def choose_terms(
+    weights: Mapping[str, float],
+    frequency: Mapping[str, int],
+    count_nodes: Callable[[], int],
+    keep_common: bool = False,
+) -> list[str]:
+    """The terms a store searches, given each one's weight and document frequency.
+
+    Terms the index holds, heavier ones (code) first, then, within a weight, the rarer ones;
+    near-stopwords only when too few others are left; at most ``MAX_QUERY_TERMS``. With
+    ``keep_common`` (a short question, whose every word was chosen) a word is a
+    near-stopword only in a large index. ``count_nodes`` is asked only when the choice
+    needs it.
+    """
+    present = sorted(
+        (t for t in weights if t in frequency), key=lambda t: (-weights[t], frequency[t])
+    )
+    if len(present) <= _ENOUGH_TERMS:
+        return present
+    nodes = count_nodes()
+    common = nodes * _COMMON_SHARE
+    if keep_common:
+        common = max(common, _COMMON_NODES)
+    kept = [t for t in present if frequency[t] <= common]
+    if len(kept) < _ENOUGH_TERMS:  # top up with the least common of the common ones
+        rest = sorted((t for t in present if frequency[t] > common), key=frequency.__getitem__)
+        kept += rest[: _ENOUGH_TERMS - len(kept)]
+    return kept[:MAX_QUERY_TERMS]

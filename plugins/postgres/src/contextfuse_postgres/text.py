@@ -24,8 +24,8 @@ from typing import Any
 from contextfuse.backends import SearchHit
 from contextfuse.kb.compressed import stored_utf8
 from contextfuse.kb.regex_search import NodeSpan, compile_pattern, rank_matches
-from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, weighted_query_terms
-from contextfuse.kb.text import MAX_QUERY_TERMS
+from contextfuse.kb.terms import VARIANT_WEIGHT, is_short_request, weighted_query_terms
+from contextfuse.kb.text import choose_terms, term_weights
 from contextfuse_postgres.connection import translated
 from contextfuse_postgres.nodes import Reader
 
@@ -38,8 +38,6 @@ _RANK_WEIGHTS = "{0.05, 0.1, 0.4, 1.0}"
 _MAX_POSITIONS = 16
 _MAX_TERM_BYTES = 2000  # PostgreSQL refuses lexemes over 2047 bytes
 _MAX_LITERAL = 900_000  # and tsvectors over 1 MB
-_COMMON_SHARE = 0.05
-_ENOUGH_TERMS = 8
 #: How long PostgreSQL may spend narrowing the files for a regex before RE2 scans them all.
 _REGEX_TIMEOUT_MS = 5000
 _FILES_PER_FETCH = 200
@@ -128,7 +126,7 @@ class PostgresTextBackend:
         if limit <= 0:
             return []
         weighted = weighted_query_terms(query)
-        terms = self.select_terms(weighted)
+        terms = self.select_terms(weighted, keep_common=is_short_request(query))
         if not terms:
             return []
         spelled = [t for t in terms if weighted.get(t, 1.0) > VARIANT_WEIGHT]
@@ -240,18 +238,14 @@ class PostgresTextBackend:
         params.append(limit)
         return [(str(uri), float(rank)) for uri, rank in self._reader.read(sql, params)]
 
-    def select_terms(self, terms: Mapping[str, float] | Sequence[str]) -> list[str]:
+    def select_terms(
+        self, terms: Mapping[str, float] | Sequence[str], keep_common: bool = False
+    ) -> list[str]:
         """The terms worth searching: present in the project, at most a few.
 
-        The same choice as the SQLite store: heavier terms (code) first, then, within a
-        weight, the rarer ones; near-stopwords only when too few others are left.
+        The same choice as the SQLite store (``contextfuse.kb.text.choose_terms``).
         """
-        weights: Mapping[str, float] = (
-            terms if isinstance(terms, Mapping) else dict.fromkeys(terms, 1.0)
-        )
-        candidates = [t for t in weights if t not in STOPWORDS] or list(weights)
-        if not candidates:
-            return []
+        weights, candidates = term_weights(terms)
         frequency = {
             str(term): int(docs)
             for term, docs in self._reader.read(
@@ -259,20 +253,13 @@ class PostgresTextBackend:
                 (self._reader.project, candidates),
             )
         }
-        present = sorted(
-            (t for t in candidates if t in frequency), key=lambda t: (-weights[t], frequency[t])
-        )
-        if len(present) <= _ENOUGH_TERMS:
-            return present
+        return choose_terms(weights, frequency, self._node_count, keep_common)
+
+    def _node_count(self) -> int:
         if self._nodes is None:
             self._nodes = int(
                 self._reader.read(
                     "SELECT count(*) FROM cf_nodes WHERE project = %s", (self._reader.project,)
                 )[0][0]
             )
-        common = self._nodes * _COMMON_SHARE
-        kept = [t for t in present if frequency[t] <= common]
-        if len(kept) < _ENOUGH_TERMS:
-            rest = sorted((t for t in present if frequency[t] > common), key=frequency.__getitem__)
-            kept += rest[: _ENOUGH_TERMS - len(kept)]
-        return kept[:MAX_QUERY_TERMS]
+        return self._nodes
