@@ -144,7 +144,7 @@ class PackingPolicy(BaseModel):
         ),
     )
     relevance_first: int = Field(
-        default=10,
+        default=15,
         ge=0,
         description=(
             "... and this many best candidates come in relevance order too, whatever their "
