@@ -17,10 +17,10 @@ References measured in the same run: one assembly at a time in a process of each
 installation (CPU milliseconds per request, the median of three passes over the questions,
 with the service's garbage-collector settings, and the throughput the machine's cores
 could give at this installation's cost), and ``GET /healthz`` with 30 clients on the
-one-worker service (the HTTP stack alone). ``--side-by-side`` adds, per thread count, this
-installation's assemblies run by that many threads at once in one process, no HTTP: CPU
-milliseconds and context switches per assembly (``getrusage``), what running assemblies
-side by side costs on its own.
+one-worker service (the HTTP stack alone). ``--side-by-side`` adds, per thread count, each
+installation's assemblies run by that many threads at once in a process of its own, no
+HTTP: CPU milliseconds and context switches per assembly (``getrusage``), what running
+assemblies side by side costs on its own.
 
     python bench/bench_server.py
     python bench/bench_server.py --repo /path/to/repo --workers 1,2 --clients 1,30 --seconds 10
@@ -213,6 +213,23 @@ def in_process_of(python: str, repo: Path, bodies: list[dict[str, object]]) -> f
     return float(done.stdout.split()[-1])
 
 
+def side_by_side_of(
+    python: str, repo: Path, bodies: list[dict[str, object]], threads: int, seconds: float
+) -> tuple[float, float]:
+    """:func:`side_by_side` in a fresh process of another installation's ``python``."""
+    script = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import bench_server; "
+        "print(*bench_server.side_by_side(__import__('pathlib').Path(sys.argv[2]), "
+        "json.loads(sys.stdin.read()), int(sys.argv[3]), float(sys.argv[4])))"
+    )
+    done = subprocess.run(
+        [python, "-c", script, str(Path(__file__).parent), str(repo), str(threads), str(seconds)],
+        input=json.dumps(bodies), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    cpu, switches = done.stdout.split()[-2:]
+    return float(cpu), float(switches)
+
+
 def side_by_side(
     repo: Path, bodies: list[dict[str, object]], threads: int, seconds: float
 ) -> tuple[float, float]:
@@ -274,8 +291,8 @@ def main() -> None:
     parser.add_argument(
         "--side-by-side",
         default="",
-        help="thread counts: this installation's assemblies run by that many threads at once "
-        "in one process (CPU and context switches per assembly)",
+        help="thread counts: each installation's assemblies run by that many threads at once "
+        "in a process of its own (CPU and context switches per assembly)",
     )
     args = parser.parse_args()
     source = args.repo or flask_sdist()
@@ -328,7 +345,12 @@ def main() -> None:
                             else in_process_of(python, repo, bodies)
                         )
 
-        threaded = {n: side_by_side(repo, bodies, n, args.seconds) for n in side}
+        # Each installation in a process of its own, one after the other per thread count.
+        threaded = {
+            (code, n): side_by_side_of(python, repo, bodies, n, args.seconds)
+            for n in side
+            for code, python in codes.items()
+        }
 
     files = sum(1 for p in source.rglob("*") if p.is_file())
     print(
@@ -358,10 +380,10 @@ def main() -> None:
             f"  {spent * 1000:14.1f}"
         )
 
-    for threads, (seconds, switches) in threaded.items():
+    for (code, threads), (seconds, switches) in threaded.items():
         print(
-            f"in-process, {threads} assembling at once (this): {seconds * 1000:.1f} ms CPU and "
-            f"{switches:.0f} context switches per assembly"
+            f"in-process, {threads} assembling at once ({code}): {seconds * 1000:.1f} ms CPU "
+            f"and {switches:.0f} context switches per assembly"
         )
 
 

@@ -22,6 +22,7 @@ from contextfuse import (
     FragmentProvenance,
     StrategyCapabilities,
 )
+from contextfuse.hashing import context_hash
 from contextfuse.models import MAX_CONTENT_CHARS, MAX_METADATA_ENTRIES
 
 PROV = FragmentProvenance(resource_uri="project://p/a.py")
@@ -289,6 +290,17 @@ def test_context_hash_is_stable_across_runs():
     # A fixed value: the same content must hash alike on any machine and any run.
     p = payload(fragment(uko_node="project://p/a.py", content="def main(): ..."))
     assert p.context_hash == ("7850c28c153d234acbcccf90e26d917b60775a9cc337cbecc550161be631499b")
+
+
+def test_context_hash_of_long_and_non_ascii_contents_is_stable():
+    # The value the hash had when each field was fed to SHA-256 on its own.
+    parts = [
+        ("project://p/a.py#f", "def f():\n    return 1\n" * 300),
+        ("project://p/b.py", "é ünïcode"),
+    ]
+    assert context_hash(parts) == (
+        "9261ef49f69e29fd094c5b3f770b97e6dfdc1daf569d07620b40addd30a8a48b"
+    )
 
 
 def test_a_given_context_hash_that_disagrees_is_rejected():

@@ -12,6 +12,7 @@ protocol covers both uses.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
@@ -418,6 +419,18 @@ class BackendSet(BaseModel):
                 continue
             seen.add(id(backend))
             close()
+
+    def reading(self) -> AbstractContextManager[object]:
+        """One consistent view of the index for the reads this thread makes inside, where the
+        node store's database offers one (``snapshot()``, an SQLite read transaction); else a
+        context that does nothing.
+
+        A strategy's many reads then see one state of the index and share one transaction
+        instead of opening one each.
+        """
+        database = getattr(self.nodes, "database", None)
+        snapshot = getattr(database, "snapshot", None)
+        return snapshot() if callable(snapshot) else nullcontext()
 
     def __enter__(self) -> BackendSet:
         return self

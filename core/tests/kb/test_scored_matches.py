@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from contextfuse.backends import BackendSet
-from contextfuse.kb import scored_matches
+from contextfuse.kb import generation, scored_matches
 from contextfuse.kb.bm25_bound import bounded_best
 from contextfuse.kb.scored_matches import COLUMNS, WEIGHTS
 
@@ -141,3 +141,26 @@ def test_a_search_after_a_change_sees_the_index_as_it_is_now(
     after = {h.uri for h in kb.text.search("window", kinds=["function"])}
     assert U + "pkg/mod001.py#window" not in after
     assert U + "pkg/mod001.py#window_total" in after
+
+
+def test_rows_read_from_a_later_position_first_leave_the_earlier_ones_to_be_read(
+    tmp_path: Path, write: Callable[..., Any], build: Callable[..., Any], opened: Callable[..., Any]
+) -> None:
+    # Requests side by side: one search goes deeper at the position it had reached on a
+    # list that another request's searches dropped meanwhile, so it reads the new list's
+    # rows from there; the next search of the query starts at the first row (a KeyError).
+    root = tied_repo(tmp_path / "tie-repo", write, modules=100)
+    build(root)
+    kb: BackendSet = opened(root)
+    index_db = root / ".contextfuse" / "index.db"
+    database = kb.nodes.database
+    scorer = scored_matches.MatchScorer()
+    terms = ("cursor", "window")
+    with database.snapshot() as conn:
+        key = (generation.cache_key(conn), terms)
+        ranked = scorer._ranked(conn, key, scored_matches._DEPTH)
+        scored_matches._read_nodes(conn, ranked, 2, 5)
+        hits = scorer.best(conn, terms, 200)
+    assert hits == sorted(
+        joined_query(index_db, '"cursor" OR "window"', 200), key=lambda row: (-row[1], row[0])
+    )

@@ -11,10 +11,16 @@ of unused vectors), and readers compare it within their own read snapshot.
 
 The token is random, not a counter: a rebuilt or replaced index never repeats an old token,
 so a cache file named for one (``contextfuse.kb.arrays``) can never describe another state.
+
+Inside a read snapshot (``Database.snapshot``), which sees one committed state throughout,
+the token is read once and remembered on the connection until the snapshot ends: a
+strategy's reads share one snapshot (``BackendSet.reading``) and asked ``meta`` at each
+call, every query a hand-off of the interpreter lock that threads side by side wait for.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 import sqlite3
 from typing import TYPE_CHECKING
@@ -22,24 +28,53 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from contextfuse.kb.store import Database
 
-__all__ = ["GENERATION_KEY", "cache_key", "current", "read_key", "renew"]
+__all__ = [
+    "GENERATION_KEY",
+    "SEEN_ATTRIBUTE",
+    "Unseen",
+    "cache_key",
+    "current",
+    "read_key",
+    "renew",
+]
 
 #: The ``meta`` key holding the token.
 GENERATION_KEY = "generation"
+#: The attribute of a connection (``kb/store.py``'s) that remembers the token its current
+#: snapshot sees: an :class:`Unseen` mark, or the token once read.
+SEEN_ATTRIBUTE = "seen_generation"
+
+
+class Unseen(enum.Enum):
+    """What a connection's :data:`SEEN_ATTRIBUTE` holds when it remembers no token."""
+
+    OUTSIDE_SNAPSHOT = "outside"  # every read may see a newer state: ask each time
+    NOT_READ = "not read"  # inside a snapshot: the first read is remembered
 
 
 def renew(conn: sqlite3.Connection) -> None:
     """Give the index a new generation, inside the caller's write transaction."""
-    conn.execute(
-        "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-        (GENERATION_KEY, os.urandom(8).hex()),
-    )
+    token = os.urandom(8).hex()
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (GENERATION_KEY, token))
+    if _seen(conn) is not Unseen.OUTSIDE_SNAPSHOT:
+        setattr(conn, SEEN_ATTRIBUTE, token)
 
 
 def current(conn: sqlite3.Connection) -> str | None:
     """The generation ``conn`` sees; None for an index written before generations existed."""
+    seen = _seen(conn)
+    if not isinstance(seen, Unseen) and conn.in_transaction:
+        return seen
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (GENERATION_KEY,)).fetchone()
-    return str(row[0]) if row else None
+    token = str(row[0]) if row else None
+    if seen is not Unseen.OUTSIDE_SNAPSHOT and conn.in_transaction:
+        setattr(conn, SEEN_ATTRIBUTE, token)
+    return token
+
+
+def _seen(conn: sqlite3.Connection) -> str | Unseen | None:
+    seen: str | Unseen | None = getattr(conn, SEEN_ATTRIBUTE, Unseen.OUTSIDE_SNAPSHOT)
+    return seen
 
 
 def cache_key(conn: sqlite3.Connection) -> str:

@@ -167,7 +167,12 @@ def _score(conn: sqlite3.Connection, terms: tuple[str, ...], depth: int) -> _Ran
 
 def _read_nodes(conn: sqlite3.Connection, ranked: _Ranked, position: int, wanted: int) -> int:
     """Read the nodes of rows from ``position`` on (at least ``wanted`` of them, unless read
-    already); returns the end of the rows whose nodes are known."""
+    already); returns the end of the rows whose nodes are known.
+
+    ``ranked.read`` only ever covers rows read from the first on: a search that went past
+    the rows of a shallower list meets the deeper one at its own position, and when another
+    thread's searches dropped the shallower list meanwhile, the deeper one is new and the
+    rows before that position were never read."""
     if ranked.read > position:
         return ranked.read
     ids = ranked.ids[position : position + min(_CHUNK, max(wanted, _FIRST_CHUNK))].tolist()
@@ -179,5 +184,7 @@ def _read_nodes(conn: sqlite3.Connection, ranked: _Ranked, position: int, wanted
         )
     }
     ranked.nodes.update((node, found.get(node)) for node in ids)
-    ranked.read = position + len(ids)
-    return ranked.read
+    end = position + len(ids)
+    if position <= ranked.read:  # contiguous with the rows read before
+        ranked.read = max(ranked.read, end)
+    return end

@@ -20,6 +20,7 @@ from typing import Any
 
 from contextfuse.deadline import expired
 from contextfuse.errors import KnowledgeBaseError
+from contextfuse.kb import generation
 from contextfuse.kb.diskspace import disk_full_error, is_disk_full
 
 __all__ = [
@@ -264,9 +265,11 @@ class Database:
             return
         try:
             conn.execute("BEGIN")
+            setattr(conn, generation.SEEN_ATTRIBUTE, generation.Unseen.NOT_READ)
             try:
                 yield conn
             finally:
+                setattr(conn, generation.SEEN_ATTRIBUTE, generation.Unseen.OUTSIDE_SNAPSHOT)
                 conn.execute("COMMIT")
         except sqlite3.Error as exc:
             raise self.error(exc) from exc
@@ -371,6 +374,9 @@ class _Connection(sqlite3.Connection):
     running statement (a cursor holds its connection): the last reference is the end of their
     use, where they are closed rather than left unclosed to the finalizer (Python 3.13 warns).
     """
+
+    #: The generation the current snapshot sees, once read (``kb/generation.py``).
+    seen_generation: str | generation.Unseen | None = generation.Unseen.OUTSIDE_SNAPSHOT
 
     def __del__(self) -> None:
         self.close()

@@ -342,12 +342,15 @@ def _compact(conn: sqlite3.Connection) -> int:
 def _restore(conn: sqlite3.Connection, paths: Iterable[str]) -> int:
     """Store these files' text whole again where it was compacted; returns how many."""
     restored = 0
-    for path in paths:
-        row = conn.execute(
-            "SELECT id, content FROM files WHERE path = ? AND typeof(content) = 'blob'", (path,)
-        ).fetchone()
-        if row is not None:
-            conn.execute("UPDATE files SET content = ? WHERE id = ?", (stored_text(row[1]), row[0]))
+    for chunk in chunked(list(paths)):  # one query for an assembly's files, not one each
+        marks = ",".join("?" * len(chunk))
+        for file_id, content in conn.execute(
+            f"SELECT id, content FROM files WHERE path IN ({marks}) AND typeof(content) = 'blob'",
+            chunk,
+        ).fetchall():
+            conn.execute(
+                "UPDATE files SET content = ? WHERE id = ?", (stored_text(content), file_id)
+            )
             restored += 1
     return restored
 

@@ -218,7 +218,7 @@ class ParallelStrategyExecutor:
                 try:
                     # A thread cannot be stopped: past its allowance the strategy is stopped
                     # where it reads the store (see contextfuse.deadline).
-                    with deadline_scope(time.monotonic() + timeouts[index]):
+                    with deadline_scope(time.monotonic() + timeouts[index]), backends.reading():
                         outcome = _run_strategy(
                             allocation, request, backends, plan_context, config, round_tokens
                         )
