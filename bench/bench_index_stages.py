@@ -91,11 +91,11 @@ print(json.dumps({
 def worker_stages(root: Path, step: int) -> None:
     """The workers' job in this process, timed stage by stage (CPU seconds)."""
     from contextfuse.kb import files as discovery
-    from contextfuse.kb import process
+    from contextfuse.kb import process, tokens
     from contextfuse.kb.parse import detect, planned_parser
     from contextfuse.kb.repository import _contributors
     from contextfuse.kb.vectorizers import vectorizers_of
-    from contextfuse.tokenizer import TiktokenTokenizer, _load_encoding, default_tokenizer
+    from contextfuse.tokenizer import _load_encoding, default_tokenizer
 
     found = discovery.discover(root)
     todo = []
@@ -132,14 +132,14 @@ def worker_stages(root: Path, step: int) -> None:
     process.vectorize = timed("vectors", process.vectorize)  # type: ignore[assignment]
     patched[process, "count_renderings"] = process.count_renderings
     process.count_renderings = timed("token counts", process.count_renderings)  # type: ignore[assignment]
-    counter = TiktokenTokenizer.count
-    patched[TiktokenTokenizer, "count"] = counter
+    missing = tokens._Counts.__missing__  # what the piece counter sends the tokenizer
+    patched[tokens._Counts, "__missing__"] = missing
 
-    def recorded(self: TiktokenTokenizer, text: str) -> int:
-        counted.append(text)
-        return counter(self, text)
+    def recorded(self: Any, piece: str) -> int:
+        counted.append(piece + self._suffix)
+        return missing(self, piece)
 
-    TiktokenTokenizer.count = recorded  # type: ignore[method-assign]
+    tokens._Counts.__missing__ = recorded  # type: ignore[method-assign]
     nodes = 0
     contents: list[str] = []
     began = time.process_time()
