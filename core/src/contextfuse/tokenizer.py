@@ -13,7 +13,7 @@ import hashlib
 import marshal
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -214,6 +214,18 @@ class TiktokenTokenizer:
         """Build tiktoken's encoder now: this process is about to count megabytes (an index
         worker), where the quick encoder, meant for an assembly's few texts, is slower."""
         self._enc()
+
+    def plain_counter(self) -> Callable[[str], int] | None:
+        """Counts with tiktoken's encoder, remembering nothing, once the encoder is built
+        (``prepare_bulk``; else None): for a caller that remembers the counts itself."""
+        if self._encoding is None:
+            return None
+        encode = self._encoding.encode_ordinary  # type: ignore[attr-defined]
+
+        def plain(text: str) -> int:
+            return len(encode(text))
+
+        return plain
 
     def count(self, text: str) -> int:
         if not text:

@@ -157,3 +157,17 @@ def test_the_default_tokenizer_prepared_for_bulk_counts_with_tiktoken_at_once() 
     tokenizer.prepare_bulk()
     assert tokenizer.count(text) == TiktokenTokenizer().count(text)
     assert tokenizer._quick_chars == 0  # nothing went through the pure-Python encoder
+
+
+def test_a_tokenizer_prepared_for_bulk_counts_pieces_without_its_own_memory() -> None:
+    from contextfuse.tokenizer import TiktokenTokenizer
+
+    text = "    return {'ünïcode': 1}  # ok\n"
+    tokenizer = TiktokenTokenizer()
+    assert tokenizer.plain_counter() is None  # the quick encoder serves a few texts first
+    tokenizer.prepare_bulk()
+    plain = tokenizer.plain_counter()
+    assert plain is not None
+    assert plain(text) == TiktokenTokenizer().count(text)
+    assert plain("") == 0
+    assert tokenizer._known == {}  # the piece counter remembers, not the tokenizer

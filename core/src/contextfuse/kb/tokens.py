@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from contextfuse.kb.render import NodeDraft
 from contextfuse.tokenizer import Tokenizer
@@ -42,7 +42,11 @@ class _Counts(dict[str, int]):
 
     def __init__(self, tokenizer: Tokenizer, suffix: str) -> None:
         super().__init__()
-        self._count = tokenizer.count
+        # Without the tokenizer's own memory of short texts, where it offers that: this
+        # dict is the memory (of every piece, however long).
+        plain = getattr(tokenizer, "plain_counter", None)
+        count = plain() if callable(plain) else None
+        self._count: Callable[[str], int] = count or tokenizer.count
         self._suffix = suffix
 
     def __missing__(self, piece: str) -> int:
