@@ -29,13 +29,14 @@ _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 _LINE_COMMENT = re.compile(r"(?m)^\s*(?://|#(?![\[!])).*$")
 _DOCSTRING = re.compile(r"(?s)\"\"\".*?\"\"\"|'''.*?'''")
 #: The colon that opens a Python function's body (after its parameters and return type).
-_PYTHON_BODY = re.compile(r"\)\s*(?:->[^:\n]*)?:\s*(?:\n|$)")
+_PYTHON_BODY = re.compile(r"\)\s*(?:->[^:\n]*)?:(?=\s*(?:\n|$)|\s*(?:pass|\.\.\.)\s*$)")
 _PUNCTUATION = re.compile(r"[{}(),;]+")
-#: A statement that does nothing: returns a constant, or says it is not implemented.
+#: A statement that does nothing: returns a constant (or is one, as a Rust function's last
+#: expression), or says it is not implemented.
 _IDLE = re.compile(
-    r"return(?:\s+(?:null|nil|None|undefined|false|true|False|True|0|-1|\"\"|''|\{\}|\[\]"
-    r"|Ok\(\(\)\)))?"
-    r"|pass|\.\.\."
+    r"(?:return\s+)?(?:null|nil|None|undefined|false|true|False|True|0|-1|\"\"|''|\{\}|\[\]"
+    r"|Ok\(\(\)\))"
+    r"|return|pass|\.\.\."
     r"|raise\s+NotImplementedError\b.*"
     r"|throw\s+new\s+\w*(?:Unsupported|NotImplemented)\w*\(.*\)"
     r"|(?:todo|unimplemented)!\(.*\)"
