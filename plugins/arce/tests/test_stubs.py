@@ -3,13 +3,9 @@ that does the work (its callers and its overrides), on repositories indexed for 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from contextfuse import BackendSet, ContextRequest
-from contextfuse.kb import index, open_backends
-from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse_arce import ArceStrategy, ArceWeights
 from contextfuse_arce.stubs import delegation, is_stub_source
 
@@ -72,15 +68,6 @@ FILES = {
 }
 
 
-def _open(root: Path, files: dict[str, str]) -> BackendSet:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    index(root, pm=make_plugin_manager(autoload=False))
-    return open_backends(root)
-
-
 def _uri(backends: BackendSet, path: str, symbol: str) -> str:
     return f"project://{backends.nodes.project}/{path}#{symbol}"
 
@@ -126,8 +113,8 @@ def test_code_that_does_something_is_not_a_stub(source):
     assert not is_stub_source(source)
 
 
-def test_the_callers_and_overrides_of_a_stub_are_its_delegates(tmp_path):
-    with _open(tmp_path, FILES) as backends:
+def test_the_callers_and_overrides_of_a_stub_are_its_delegates(indexed):
+    with indexed(FILES) as backends:
         hook = _uri(backends, "src/web/Plugin.java", "Plugin.shouldAllowRequest")
         found = delegation([hook], backends, limit=10)
     assert found.stubs == {hook}
@@ -137,29 +124,29 @@ def test_the_callers_and_overrides_of_a_stub_are_its_delegates(tmp_path):
     }
 
 
-def test_code_that_does_the_work_has_no_delegates(tmp_path):
-    with _open(tmp_path, FILES) as backends:
+def test_code_that_does_the_work_has_no_delegates(indexed):
+    with indexed(FILES) as backends:
         manager = _uri(backends, "src/web/Manager.java", "Manager.shouldAllowRequest")
         assert delegation([manager], backends, limit=10).delegates == ()
 
 
-def test_a_test_calling_a_stub_is_not_its_delegate(tmp_path):
-    with _open(tmp_path, {**FILES, "src/web/ManagerTest.java": TEST}) as backends:
+def test_a_test_calling_a_stub_is_not_its_delegate(indexed):
+    with indexed({**FILES, "src/web/ManagerTest.java": TEST}) as backends:
         hook = _uri(backends, "src/web/Plugin.java", "Plugin.shouldAllowRequest")
         delegates = delegation([hook], backends, limit=10).delegates
     assert _uri(backends, "src/web/ManagerTest.java", "ManagerTest.testRequest") not in delegates
 
 
-def test_only_the_first_nodes_considered_are_looked_at_for_stubs(tmp_path):
-    with _open(tmp_path, FILES) as backends:
+def test_only_the_first_nodes_considered_are_looked_at_for_stubs(indexed):
+    with indexed(FILES) as backends:
         manager = _uri(backends, "src/web/Manager.java", "Manager.shouldAllowRequest")
         hook = _uri(backends, "src/web/Plugin.java", "Plugin.shouldAllowRequest")
         assert delegation([manager, hook], backends, limit=10, considered=1).stubs == set()
 
 
-def test_a_plain_question_ranks_the_dispatcher_above_the_hook_it_calls(tmp_path):
+def test_a_plain_question_ranks_the_dispatcher_above_the_hook_it_calls(indexed):
     query = "may the web view load a resource when no plugin has an opinion"
-    with _open(tmp_path, FILES) as backends:
+    with indexed(FILES) as backends:
         scores, lists = ArceStrategy().signals(ContextRequest(query=query), backends)
         without, _ = ArceStrategy(ArceWeights(delegates=0.0)).signals(
             ContextRequest(query=query), backends
@@ -171,8 +158,8 @@ def test_a_plain_question_ranks_the_dispatcher_above_the_hook_it_calls(tmp_path)
     assert scores[manager] > scores[hook]
 
 
-def test_a_request_naming_code_keeps_the_stub_it_names(tmp_path):
-    with _open(tmp_path, FILES) as backends:
+def test_a_request_naming_code_keeps_the_stub_it_names(indexed):
+    with indexed(FILES) as backends:
         scores, lists = ArceStrategy().signals(
             ContextRequest(query="what does Plugin.shouldAllowRequest return"), backends
         )
