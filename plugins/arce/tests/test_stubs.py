@@ -100,6 +100,8 @@ def test_a_declaration_without_work_is_a_stub(source):
         "func (c *Context) IsAborted() bool {\n\treturn c.index >= abortIndex\n}",
         "public String getHost()\n{\n    return request.getHost();\n}",
         "def url(self):\n    return self._url",
+        "def merge(self, extra={}):\n    self.items.update(extra)",
+        "def total(self) -> int:\n    return sum({1: 2}.values())",
         "fn join(&self, input: &str) -> Result<Url, ParseError> {\n    "
         "Url::options().base_url(Some(self)).parse(input)\n}",
         "public void flush() {\n    drain();\n}",

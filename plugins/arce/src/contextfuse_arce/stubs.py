@@ -28,6 +28,7 @@ _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 #: A whole-line comment (``//`` or ``#``, not a Rust ``#[attribute]`` or ``#!``).
 _LINE_COMMENT = re.compile(r"(?m)^\s*(?://|#(?![\[!])).*$")
 _DOCSTRING = re.compile(r"(?s)\"\"\".*?\"\"\"|'''.*?'''")
+_PYTHON_DEF = re.compile(r"(?:async\s+)?def\s")
 #: The colon that opens a Python function's body (after its parameters and return type).
 _PYTHON_BODY = re.compile(r"\)\s*(?:->[^:\n]*)?:(?=\s*(?:\n|$)|\s*(?:pass|\.\.\.)\s*$)")
 _PUNCTUATION = re.compile(r"[{}(),;]+")
@@ -57,8 +58,8 @@ def is_stub_source(source: str) -> bool:
         return False
     text = "\n".join(lines)
     brace = text.find("{")
-    colon = _PYTHON_BODY.search(text)
-    if colon is not None and (brace < 0 or colon.start() < brace):
+    colon = _PYTHON_BODY.search(text) if _PYTHON_DEF.match(text) else None
+    if colon is not None:
         body = text[colon.end() :]
     elif brace >= 0:
         body = text[brace + 1 : text.rfind("}")]
