@@ -7,7 +7,7 @@ import pytest
 
 from contextfuse import BackendSet, ContextRequest
 from contextfuse_arce import ArceStrategy, ArceWeights
-from contextfuse_arce.stubs import delegation, is_stub_source
+from contextfuse_arce.stubs import MAX_OVERRIDING_TYPES, delegation, is_stub_source
 
 HOOK = """package web;
 
@@ -170,3 +170,15 @@ def test_a_request_naming_code_keeps_the_stub_it_names(indexed):
         )
     assert "delegates" not in lists
     assert scores == without
+
+
+def test_only_so_many_inheriting_types_are_searched_for_overrides(indexed):
+    count = MAX_OVERRIDING_TYPES + 5
+    subclasses = {
+        f"src/web/Rule{n}.java": ALLOW_LIST.replace("AllowListPlugin", f"Rule{n}")
+        for n in range(count)
+    }
+    with indexed({"src/web/Plugin.java": HOOK, **subclasses}) as backends:
+        hook = _uri(backends, "src/web/Plugin.java", "Plugin.shouldAllowRequest")
+        delegates = delegation([hook], backends, limit=2 * count).delegates
+    assert len(delegates) == MAX_OVERRIDING_TYPES

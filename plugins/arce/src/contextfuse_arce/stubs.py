@@ -17,12 +17,15 @@ import attrs
 
 from contextfuse.plugin import BackendSet, Node, is_test_path
 
-__all__ = ["Delegation", "delegation", "is_stub_source"]
+__all__ = ["MAX_OVERRIDING_TYPES", "Delegation", "delegation", "is_stub_source"]
 
 _CALLABLE_KINDS = frozenset({"function", "method"})
 _FULL_SOURCE = 9
 #: Rank damping of a stub's contribution, as in reciprocal rank fusion.
 _K = 10
+#: At most this many inheriting types are searched for a stub's overrides: a base class of
+#: thousands of subclasses costs a bounded number of reads.
+MAX_OVERRIDING_TYPES = 50
 
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 #: A whole-line comment (``//`` or ``#``, not a Rust ``#[attribute]`` or ``#!``).
@@ -125,7 +128,7 @@ def _delegates(stub: Node, backends: BackendSet) -> set[str]:
     found = {edge.source for edge in graph.neighbors(stub.uri, ("calls",), "in")}
     owner = stub.parent
     if owner and owner != stub.file_uri:  # a method: look for its overrides
-        for edge in graph.neighbors(owner, ("inherits",), "in"):
+        for edge in graph.neighbors(owner, ("inherits",), "in")[:MAX_OVERRIDING_TYPES]:
             for child in backends.nodes.children(edge.source):
                 if child.name == stub.name and child.kind in _CALLABLE_KINDS:
                     found.add(child.uri)
