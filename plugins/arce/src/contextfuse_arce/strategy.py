@@ -12,6 +12,9 @@ files; both join the fusion as further ranked lists, and so do the functions the
 call when the request names no code (``callees.py``). A prior by kind of node keeps
 implementation code above its tests and above prose unless the request asks for those, and
 a symbol repeated in sibling files (a locale's variant) counts once (``alternatives.py``).
+A declaration that does no work (an interface's method, a default hook returning ``null``)
+among the best matches counts for less, and the code it stands for, its callers and its
+overrides, joins the fusion as one more list (``stubs.py``).
 The result is a ranking; the pipeline renders it and spends the budget.
 """
 
@@ -36,6 +39,7 @@ from contextfuse.plugin import (
 )
 from contextfuse_arce.alternatives import damp_alternatives
 from contextfuse_arce.callees import callee_ranking
+from contextfuse_arce.stubs import delegation
 from contextfuse_semantic_embedding.strategy import shared_embedder
 from contextfuse_simple_keyword.literals import literal_evidence
 from contextfuse_simple_keyword.query import specific_mentions
@@ -62,10 +66,16 @@ class ArceWeights:
     :param graph: personalized PageRank from the best fused nodes.
     :param history: files changed together with the best files.
     :param callees: functions and methods the best fused nodes call (``callees.py``).
+    :param delegates: the callers and overrides of the stubs among the best fused nodes
+        (``stubs.py``): a question's words find the documented contract, an interface's or
+        a base class's empty method, more easily than the code that does the work.
+    :param stub_prior: multiplier of a stub's own score when the request is about code in
+        plain words.
     :param seeds: how many of the best fused nodes seed the graph walk.
     :param callers: how many of the best fused nodes have their callees ranked.
     :param callee_hits: how deep the callee list goes.
     :param second_callers: how many of the best callees have their own callees ranked too.
+    :param stubs_considered: how many of the best fused nodes are looked at for stubs.
     :param hits: how deep the text and vector lists go.
     """
 
@@ -79,10 +89,13 @@ class ArceWeights:
     graph: float = 0.6
     history: float = 0.3
     callees: float = 1.5
+    delegates: float = 1.0
+    stub_prior: float = 0.5
     seeds: int = 30
     callers: int = 20
     callee_hits: int = 30
     second_callers: int = 10
+    stubs_considered: int = 30
     hits: int = 300
 
 
@@ -174,6 +187,7 @@ class ArceStrategy(NodeScoringStrategy):
             "graph": w.graph,
             "history": w.history,
             "callees": w.callees,
+            "delegates": w.delegates,
         }
         lists = self.rankings(request, backends)
         fused = reciprocal_rank_fusion(lists, weights)
@@ -192,7 +206,29 @@ class ArceStrategy(NodeScoringStrategy):
             callers = [u for u in seeds if not is_test_path(uri_path(u))][: w.callers]
             lists["callees"] = callee_ranking(callers, backends, w.callee_hits, w.second_callers)
         fused = reciprocal_rank_fusion({k: v for k, v in lists.items() if v}, weights)
+        if seeds and w.delegates > 0 and asks_code:
+            fused = self._delegate(fused, lists, weights, backends)
         return fused, lists
+
+    def _delegate(
+        self,
+        fused: dict[str, float],
+        lists: dict[str, list[str]],
+        weights: Mapping[str, float],
+        backends: BackendSet,
+    ) -> dict[str, float]:
+        """Fused again with the delegates of the best stubs, the stubs themselves damped."""
+        w = self.weights
+        best = [
+            u for u in sorted(fused, key=lambda u: (-fused[u], u)) if not is_test_path(uri_path(u))
+        ]
+        found = delegation(best, backends, w.callee_hits, w.stubs_considered)
+        if found.delegates:
+            lists["delegates"] = list(found.delegates)
+            fused = reciprocal_rank_fusion({k: v for k, v in lists.items() if v}, weights)
+        for uri in found.stubs:
+            fused[uri] *= w.stub_prior
+        return fused
 
     def _co_changed(self, seeds: Mapping[str, float], backends: BackendSet) -> list[str]:
         project = backends.nodes.project
