@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
@@ -390,22 +390,12 @@ class _Walk:
         () { ... })``), if there is one."""
         if node.type != "expression_statement" or not self.spec.function_values:
             return None
-        lines = node.end_point.row - node.start_point.row + 1
-        if lines <= PIECE_LINES:
+        if node.end_point.row - node.start_point.row + 1 <= PIECE_LINES:
             return None
-        frontier = [node]
-        for _ in range(_PART_DEPTH):
-            below: list[Any] = []
-            for current in frontier:
-                for child in current.named_children:
-                    if 2 * (child.end_point.row - child.start_point.row + 1) < lines:
-                        continue
-                    if child.type in self.spec.function_values:
-                        body = child.child_by_field_name("body")
-                        return body if body is not None and _braced(body) else None
-                    below.append(child)
-            frontier = below
-        return None
+        values = self.spec.function_values
+        function = next((d for d in _spanning(node) if d.type in values), None)
+        body = function.child_by_field_name("body") if function is not None else None
+        return body if body is not None and _braced(body) else None
 
     def imports_only(self, node: Any) -> bool:
         """An import statement (Rust's ``mod foo;`` too), or a declaration of imports only."""
@@ -941,21 +931,27 @@ def _parts(node: Any) -> Sequence[Any]:
     The descendant (a few levels down) with the most named children among those spanning at
     least half of ``node``'s lines: a callback's body, an object's pairs, an array's items.
     """
-    lines = node.end_point.row - node.start_point.row + 1
     best: Sequence[Any] = ()
+    for descendant in _spanning(node):
+        entries = descendant.named_children
+        if len(entries) > max(len(best), 1):
+            best = entries
+    return best
+
+
+def _spanning(node: Any) -> Iterator[Any]:
+    """The descendants of ``node`` (a few levels down, shallowest first) that span at least
+    half of its lines, through others that do."""
+    lines = node.end_point.row - node.start_point.row + 1
     frontier = [node]
     for _ in range(_PART_DEPTH):
         below: list[Any] = []
         for current in frontier:
             for child in current.named_children:
-                if 2 * (child.end_point.row - child.start_point.row + 1) < lines:
-                    continue
-                below.append(child)
-                entries = child.named_children
-                if len(entries) > max(len(best), 1):
-                    best = entries
+                if 2 * (child.end_point.row - child.start_point.row + 1) >= lines:
+                    yield child
+                    below.append(child)
         frontier = below
-    return best
 
 
 def _contains(node: Any, types: frozenset[str]) -> bool:
