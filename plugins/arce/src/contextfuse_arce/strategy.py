@@ -20,12 +20,14 @@ The result is a ranking; the pipeline renders it and spends the budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from contextfuse.plugin import (
+    STOPWORDS,
     SYMBOL_KINDS,
     BackendSet,
     ContextRequest,
@@ -44,7 +46,7 @@ from contextfuse_semantic_embedding.strategy import shared_embedder
 from contextfuse_simple_keyword.literals import literal_evidence
 from contextfuse_simple_keyword.query import specific_mentions
 
-__all__ = ["ArceStrategy", "ArceWeights"]
+__all__ = ["ArceStrategy", "ArceWeights", "embedded_query"]
 
 
 @attrs.frozen
@@ -104,6 +106,20 @@ _SYMBOL_KINDS = tuple(sorted(SYMBOL_KINDS - {"module"}))
 
 
 _GRAPH_KINDS = ("calls", "references", "inherits", "imports", "contains")
+
+_WORD = re.compile(r"[\w']+")
+
+
+def embedded_query(query: str) -> str:
+    """The request as the vector signal embeds it: its words without English function words
+    and punctuation (the whole request when nothing else is left).
+
+    A static embedding sums one vector per token, so the ``how``, ``the`` and commas of a
+    plain-English question pull every query toward the same direction; its content words
+    are what tell one question from another.
+    """
+    words = [w for w in _WORD.findall(query) if w.lower() not in STOPWORDS]
+    return " ".join(words) or query
 
 
 class ArceStrategy(NodeScoringStrategy):
@@ -168,7 +184,8 @@ class ArceStrategy(NodeScoringStrategy):
         embedder = self.embedder
         if embedder.name not in vector.models():
             return []
-        hits = vector.search(embedder.name, embedder.embed([query])[0], limit=self.weights.hits)
+        vector_query = embedder.embed([embedded_query(query)])[0]
+        hits = vector.search(embedder.name, vector_query, limit=self.weights.hits)
         return [h.uri for h in hits if h.score > 0]
 
     def signals(
