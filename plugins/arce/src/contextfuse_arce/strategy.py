@@ -59,7 +59,8 @@ class ArceWeights:
         other symbols of code, outside tests): in a repository with much prose and many
         tests, the code that does the work would otherwise rank below them and never enter
         the fusion.
-    :param vector: cosine similarity of embeddings.
+    :param vector: cosine similarity of embeddings: the one signal that finds code whose
+        words are not the request's, so it counts a little more than one text list.
     :param mentions: files and symbols the request names exactly.
     :param literals: implementation code holding the options, setting names and quoted
         messages the request writes (``--collect-only``, ``ignore-paths``), found as phrases:
@@ -84,7 +85,7 @@ class ArceWeights:
     text: float = 1.0
     files: float = 1.0
     code: float = 1.0
-    vector: float = 1.0
+    vector: float = 1.25
     mentions: float = 2.0
     literals: float = 2.0
     focus: float = 3.0
