@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from contextfuse.hookspecs import hookimpl as hookimpl
     from contextfuse.kb import IndexSession as IndexSession
     from contextfuse.kb.plans import decision_tier as decision_tier
+    from contextfuse.kb.terms import STOPWORDS as STOPWORDS
     from contextfuse.kb.vectorizers import NodeVectorizer as NodeVectorizer
     from contextfuse.models import ContextBudget as ContextBudget
     from contextfuse.models import ContextFragment as ContextFragment

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,8 @@ from contextfuse.plugin import uri_path
 from contextfuse.plugin_manager import make_plugin_manager
 from contextfuse.testing import assemble_with, assert_strategy_conforms
 from contextfuse_arce import ArceStrategy, ArceWeights
+from contextfuse_arce.strategy import embedded_query
+from contextfuse_semantic_embedding.strategy import shared_embedder
 
 FILES = {
     "http/client.py": '''"""The HTTP client."""
@@ -189,3 +192,33 @@ def test_without_a_literals_weight_there_is_no_literals_list(backends):
     assert "literals" in ArceStrategy().signals(request, backends)[1]
     _, lists = ArceStrategy(ArceWeights(literals=0.0)).signals(request, backends)
     assert "literals" not in lists
+
+
+def test_the_embedded_query_keeps_the_content_words_of_a_question():
+    assert embedded_query("How does the client follow redirects?") == "client follow redirects"
+
+
+def test_a_request_of_function_words_alone_is_embedded_whole():
+    assert embedded_query("what is it?") == "what is it?"
+
+
+class _RecordingEmbedder:
+    """The shared embedder, remembering the texts it was asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = shared_embedder()
+        self.name = self.inner.name
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+def test_the_vector_signal_embeds_the_question_without_its_function_words(backends):
+    embedder = _RecordingEmbedder()
+    lists = ArceStrategy(embedder=embedder).rankings(
+        ContextRequest(query="how does the client follow redirects"), backends
+    )
+    assert embedder.texts == ["client follow redirects"]
+    assert lists["vector"]

@@ -20,12 +20,14 @@ The result is a ranking; the pipeline renders it and spends the budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from contextfuse.plugin import (
+    STOPWORDS,
     SYMBOL_KINDS,
     BackendSet,
     ContextRequest,
@@ -44,7 +46,7 @@ from contextfuse_semantic_embedding.strategy import shared_embedder
 from contextfuse_simple_keyword.literals import literal_evidence
 from contextfuse_simple_keyword.query import specific_mentions
 
-__all__ = ["ArceStrategy", "ArceWeights"]
+__all__ = ["ArceStrategy", "ArceWeights", "embedded_query"]
 
 
 @attrs.frozen
@@ -57,7 +59,8 @@ class ArceWeights:
         other symbols of code, outside tests): in a repository with much prose and many
         tests, the code that does the work would otherwise rank below them and never enter
         the fusion.
-    :param vector: cosine similarity of embeddings.
+    :param vector: cosine similarity of embeddings: the one signal that finds code whose
+        words are not the request's, so it counts a little more than one text list.
     :param mentions: files and symbols the request names exactly.
     :param literals: implementation code holding the options, setting names and quoted
         messages the request writes (``--collect-only``, ``ignore-paths``), found as phrases:
@@ -82,7 +85,7 @@ class ArceWeights:
     text: float = 1.0
     files: float = 1.0
     code: float = 1.0
-    vector: float = 1.0
+    vector: float = 1.25
     mentions: float = 2.0
     literals: float = 2.0
     focus: float = 3.0
@@ -104,6 +107,20 @@ _SYMBOL_KINDS = tuple(sorted(SYMBOL_KINDS - {"module"}))
 
 
 _GRAPH_KINDS = ("calls", "references", "inherits", "imports", "contains")
+
+_WORD = re.compile(r"[\w']+")
+
+
+def embedded_query(query: str) -> str:
+    """The request as the vector signal embeds it: its words without English function words
+    and punctuation (the whole request when nothing else is left).
+
+    A static embedding sums one vector per token, so the ``how``, ``the`` and commas of a
+    plain-English question pull every query toward the same direction; its content words
+    are what tell one question from another.
+    """
+    words = [w for w in _WORD.findall(query) if w.lower() not in STOPWORDS]
+    return " ".join(words) or query
 
 
 class ArceStrategy(NodeScoringStrategy):
@@ -168,7 +185,8 @@ class ArceStrategy(NodeScoringStrategy):
         embedder = self.embedder
         if embedder.name not in vector.models():
             return []
-        hits = vector.search(embedder.name, embedder.embed([query])[0], limit=self.weights.hits)
+        vector_query = embedder.embed([embedded_query(query)])[0]
+        hits = vector.search(embedder.name, vector_query, limit=self.weights.hits)
         return [h.uri for h in hits if h.score > 0]
 
     def signals(
