@@ -150,3 +150,63 @@ def test_rust_crate_attributes_and_module_declarations_are_not_blocks() -> None:
     found = blocks(parsed("lib.rs", header + "fn main() {}\n" + calls))
     assert found
     assert min(b.line_start for b in found) > header.count("\n")
+
+
+def closure(lines: int) -> str:
+    """A function declaring helpers and a class, with ``lines`` lines of filler code."""
+    filler = "".join(f"  total += step({i});\n" for i in range(lines))
+    return (
+        "export function enablePlugin() {\n"
+        "  function applyChanges(base, changes) {\n    return changes.reduce(merge, base);\n  }\n"
+        "  class Recorder {\n    record(change) {\n      this.changes.push(change);\n    }\n  }\n"
+        f"{filler}"
+        "  loadPlugin({ applyChanges, Recorder });\n"
+        "}\n"
+    )
+
+
+def test_a_function_longer_than_a_piece_has_its_inner_functions_as_symbols() -> None:
+    found = {s.qualname: s for s in parsed("plugin.ts", closure(PIECE_LINES)).symbols}
+    inner = found["enablePlugin.applyChanges"]
+    assert (inner.kind, inner.parent, inner.line_start, inner.line_end) == (
+        "function",
+        "enablePlugin",
+        2,
+        4,
+    )
+
+
+def test_a_class_inside_a_long_function_keeps_its_methods() -> None:
+    found = {s.qualname: s for s in parsed("plugin.ts", closure(PIECE_LINES)).symbols}
+    assert found["enablePlugin.Recorder"].kind == "class"
+    assert found["enablePlugin.Recorder.record"].kind == "method"
+
+
+def test_a_function_of_a_piece_or_less_keeps_its_inner_functions_inside() -> None:
+    found = [s.qualname for s in parsed("plugin.ts", closure(PIECE_LINES - 20)).symbols]
+    assert found == ["enablePlugin"]
+
+
+def test_the_other_statements_of_a_long_function_with_inner_functions_become_blocks() -> None:
+    source = closure(PIECE_LINES)
+    assert uncovered(source, parsed("plugin.ts", source)) == []
+
+
+def test_a_long_function_that_declares_nothing_is_not_split_into_blocks() -> None:
+    filler = "".join(f"  total += step({i});\n" for i in range(PIECE_LINES))
+    found = parsed("sum.js", f"function sum() {{\n{filler}  return total;\n}}\n")
+    assert [s.qualname for s in found.symbols] == ["sum"]
+
+
+def test_a_module_wrapped_in_a_function_has_its_functions_as_symbols() -> None:
+    filler = "".join(f"  register({i});\n" for i in range(PIECE_LINES))
+    debounce = "  function debounce(fn) {\n    return fn;\n  }\n"
+    source = f"(function (root) {{\n{debounce}{filler}}})(this);\n"
+    found = {s.qualname: s for s in parsed("bundle.js", source).symbols}
+    assert (found["debounce"].line_start, found["debounce"].kind) == (2, "function")
+
+
+def test_a_function_in_parentheses_bound_to_a_name_is_a_function() -> None:
+    source = "var runInContext = (function runInContext(context) {\n  return context;\n});\n"
+    found = {s.qualname: s.kind for s in parsed("lib.js", source).symbols}
+    assert found == {"runInContext": "function"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
@@ -326,6 +326,7 @@ class _Walk:
         self.names = Qualnames()
         self.file_doc = ""
         self.in_class = False  # walking the members of a class, interface or trait
+        self.in_function = False  # walking the declarations of a long function
         self.reparse = reparse  # parses the file inside one node only (a macro's body)
 
     def text(self, node: Any) -> str:
@@ -363,12 +364,38 @@ class _Walk:
             docs = []
             before = len(self.parsed.symbols)
             self.declaration(child, child, doc, parent, prefix, owner)
+            wrapped = None if len(self.parsed.symbols) > before else self.wrapped_body(child)
+            if wrapped is not None:
+                # A module wrapped in a function (an IIFE, a UMD or AMD factory): its body is
+                # walked as the file's own, when it declares something.
+                lines = wrapped.end_point.row - wrapped.start_point.row + 1
+                was, self.in_function = self.in_function, True
+                try:
+                    self.body(wrapped.named_children, parent, prefix, owner, lines)
+                finally:
+                    self.in_function = was
             if len(self.parsed.symbols) > before or self.imports_only(child):
                 statements.append(_claimed(child))
             else:
                 statements.append(self.statement(child))
-        if span > PIECE_LINES and not self.in_class:
+        # A long function's other statements become blocks only when it declares symbols
+        # of its own (a module in a closure), not in every long function.
+        declares = not self.in_function or any(s.claimed for s in statements)
+        if span > PIECE_LINES and not self.in_class and declares:
             add_blocks(self.parsed, self.lines, statements, parent, self.names)
+
+    def wrapped_body(self, node: Any) -> Any:
+        """The braced body of the function value longer than a piece that makes up most of
+        an expression statement (``(function () { ... })()``, ``define([...], function
+        () { ... })``), if there is one."""
+        if node.type != "expression_statement" or not self.spec.function_values:
+            return None
+        if node.end_point.row - node.start_point.row + 1 <= PIECE_LINES:
+            return None
+        values = self.spec.function_values
+        function = next((d for d in _spanning(node) if d.type in values), None)
+        body = function.child_by_field_name("body") if function is not None else None
+        return body if body is not None and _braced(body) else None
 
     def imports_only(self, node: Any) -> bool:
         """An import statement (Rust's ``mod foo;`` too), or a declaration of imports only."""
@@ -518,14 +545,31 @@ class _Walk:
             if receiver:
                 parent = receiver if receiver in self.seen else parent
                 prefix = f"{receiver}."
-        kind = "method" if prefix or parent else "function"
+        inside = self.seen.get(parent)
+        nested = inside is not None and inside.kind == "function"
+        kind = "method" if (prefix or parent) and not nested else "function"
         first, last = outer.start_point.row + 1, outer.end_point.row + 1
         body = (value if value is not None else node).child_by_field_name("body")
         if body is None or last - first + 1 <= _SHORT_FUNCTION_LINES or not _braced(body):
             segments = [self.block(first, last)]
         else:
             segments = self.header(outer, body, elide=True)
-        self.add(outer, node, doc, parent, prefix, kind, segments, name)
+        symbol = self.add(outer, node, doc, parent, prefix, kind, segments, name)
+        if body is not None and last - first + 1 > PIECE_LINES and _braced(body):
+            self.inner_declarations(body, symbol)
+
+    def inner_declarations(self, body: Any, symbol: Symbol) -> None:
+        """The functions (and classes, big values) a function longer than a piece declares
+        in its body, symbols of their own: a closure that defines a module's functions
+        (``function enablePatches() { function applyPatches_() ... }``) would otherwise show
+        them only within the whole."""
+        was = self.in_class, self.in_function
+        self.in_class, self.in_function = False, True
+        try:
+            lines = body.end_point.row - body.start_point.row + 1
+            self.body(body.named_children, symbol.qualname, f"{symbol.qualname}.", [], lines)
+        finally:
+            self.in_class, self.in_function = was
 
     def declarator(
         self, outer: Any, node: Any, doc: list[Any], parent: str, prefix: str, exported: bool
@@ -662,12 +706,13 @@ class _Walk:
         in_class: bool,
     ) -> None:
         """:meth:`body` of a container: of a class (``in_class``), a namespace or an impl."""
-        was, self.in_class = self.in_class, in_class
+        was = self.in_class, self.in_function
+        self.in_class, self.in_function = in_class, False
         try:
             span = outer.end_point.row - outer.start_point.row + 1
             self.body(body.named_children, parent, prefix, segments, span)
         finally:
-            self.in_class = was
+            self.in_class, self.in_function = was
 
     def object_members(self, value: Any, symbol: Symbol, prefix: str) -> None:
         """Methods of a JavaScript object literal (``{ m() {...}, k: () => ... }``)."""
@@ -886,21 +931,27 @@ def _parts(node: Any) -> Sequence[Any]:
     The descendant (a few levels down) with the most named children among those spanning at
     least half of ``node``'s lines: a callback's body, an object's pairs, an array's items.
     """
-    lines = node.end_point.row - node.start_point.row + 1
     best: Sequence[Any] = ()
+    for descendant in _spanning(node):
+        entries = descendant.named_children
+        if len(entries) > max(len(best), 1):
+            best = entries
+    return best
+
+
+def _spanning(node: Any) -> Iterator[Any]:
+    """The descendants of ``node`` (a few levels down, shallowest first) that span at least
+    half of its lines, through others that do."""
+    lines = node.end_point.row - node.start_point.row + 1
     frontier = [node]
     for _ in range(_PART_DEPTH):
         below: list[Any] = []
         for current in frontier:
             for child in current.named_children:
-                if 2 * (child.end_point.row - child.start_point.row + 1) < lines:
-                    continue
-                below.append(child)
-                entries = child.named_children
-                if len(entries) > max(len(best), 1):
-                    best = entries
+                if 2 * (child.end_point.row - child.start_point.row + 1) >= lines:
+                    yield child
+                    below.append(child)
         frontier = below
-    return best
 
 
 def _contains(node: Any, types: frozenset[str]) -> bool:
@@ -934,9 +985,15 @@ def _members_prefix(qualname: str) -> str:
 
 
 def _assigned_value(value: Any) -> Any:
-    """The value at the end of an assignment chain (``a = b = function () {}``)."""
-    while value is not None and value.type == "assignment_expression":
-        value = value.child_by_field_name("right")
+    """The value at the end of an assignment chain (``a = b = function () {}``), inside
+    its parentheses (``var f = (function f() {})``)."""
+    while value is not None and value.type in ("assignment_expression", "parenthesized_expression"):
+        if value.type == "assignment_expression":
+            value = value.child_by_field_name("right")
+        elif value.named_child_count == 1:
+            value = value.named_children[0]
+        else:
+            break
     return value
 
 

@@ -25,8 +25,9 @@ __all__ = [
 #: type is declared in scope as ``Type.method`` (``kb/receivers.py``).
 PYTHON_ID = "python-ast/3"
 #: Version 3: values, blocks, same names as ``@2`` and Rust macro items (issue 18);
-#: version 4: calls on the method's own object stored as such; version 5: typed calls.
-TREE_SITTER_VERSION = 5
+#: version 4: calls on the method's own object stored as such; version 5: typed calls;
+#: version 6: the declarations of a function longer than a piece (150 lines).
+TREE_SITTER_VERSION = 6
 MARKDOWN_ID = "markdown/1"
 RST_ID = "rst/1"
 TEXT_ID = "text/1"

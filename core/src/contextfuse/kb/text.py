@@ -20,14 +20,16 @@ from contextfuse.kb.nodes import chunked
 from contextfuse.kb.regex_search import NodeSpan, compile_pattern, rank_matches
 from contextfuse.kb.scored_matches import WEIGHTS, MatchScorer
 from contextfuse.kb.store import Database
+from contextfuse.kb.term_stats import SEARCH_UNITS_KEY, SEARCH_UNITS_SQL
 from contextfuse.kb.terms import STOPWORDS, VARIANT_WEIGHT, is_short_request, weighted_query_terms
 
 __all__ = ["MAX_QUERY_TERMS", "SQLiteTextBackend", "choose_terms", "term_weights"]
 
 #: Terms kept from a query. Each OR-ed term adds its whole posting list to the scan.
 MAX_QUERY_TERMS = 24
-#: Terms found in more than this share of the nodes are near-stopwords (``self``, ``the``,
-#: ``update`` in Django): BM25 gives them little weight, but they cost the most to scan.
+#: Terms found in more than this share of the nodes (of the search units, ``kb/term_stats``)
+#: are near-stopwords (``self``, ``the``, ``update`` in Django): BM25 gives them little
+#: weight, but they cost the most to scan.
 #: They are left out of queries that have at least ``_ENOUGH_TERMS`` others. A short
 #: question keeps those in at most ``_COMMON_NODES`` nodes: its words were chosen, and a
 #: common one (``plugin`` in a plugin framework) still tells which of the nodes holding its
@@ -151,12 +153,13 @@ class SQLiteTextBackend:
                 f"SELECT term, docs FROM vocabulary WHERE term IN ({marks})", chunk
             ):
                 frequency[term] = int(docs)
-        return choose_terms(
-            weights,
-            frequency,
-            lambda: int(self._db.read("SELECT count(*) FROM nodes")[0][0]),
-            keep_common,
-        )
+        return choose_terms(weights, frequency, self._search_units, keep_common)
+
+    def _search_units(self) -> int:
+        """The nodes a term's document frequency is a share of (``kb/term_stats``): stored with
+        the vocabulary, counted here for an index written before it was."""
+        stored = self._db.read("SELECT value FROM meta WHERE key = ?", (SEARCH_UNITS_KEY,))
+        return int(stored[0][0] if stored else self._db.read(SEARCH_UNITS_SQL)[0][0])
 
 
 def term_weights(

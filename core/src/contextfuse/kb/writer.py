@@ -21,6 +21,7 @@ from contextfuse.kb.compressed import stored_text
 from contextfuse.kb.links import FileFacts, NodeKey, go_module, iter_edges
 from contextfuse.kb.nodes import chunked
 from contextfuse.kb.render import DEPTHS, NodeDraft, own_text
+from contextfuse.kb.term_stats import store_search_units
 from contextfuse.kb.terms import name_terms, parts_text, path_terms
 from contextfuse.kb.vector import NodeVector
 
@@ -310,9 +311,11 @@ class IndexWriter:
         return self.conn.total_changes - before
 
     def rebuild_vocabulary(self) -> None:
-        """Copy every term's document frequency out of the full-text index."""
+        """Copy every term's document frequency out of the full-text index, with the count
+        of nodes it is a share of (``contextfuse.kb.term_stats``)."""
         self.conn.execute("DELETE FROM vocabulary")
         self.conn.execute("INSERT INTO vocabulary (term, docs) SELECT term, doc FROM fts_vocab")
+        store_search_units(self.conn)
 
     def set_meta(self, values: dict[str, str]) -> None:
         """Store index-wide facts (project, tokenizer, last HEAD...)."""

@@ -259,7 +259,12 @@ class PostgresTextBackend:
         if self._nodes is None:
             self._nodes = int(
                 self._reader.read(
-                    "SELECT count(*) FROM cf_nodes WHERE project = %s", (self._reader.project,)
+                    # The SQLite store's search units (contextfuse.kb.term_stats): the nodes
+                    # not declared inside a function or method.
+                    "SELECT count(*) FROM cf_nodes WHERE project = %s AND (parent_id IS NULL"
+                    " OR parent_id NOT IN (SELECT id FROM cf_nodes WHERE project = %s"
+                    " AND kind IN ('function', 'method')))",
+                    (self._reader.project, self._reader.project),
                 )[0][0]
             )
         return self._nodes
