@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from contextfuse.backends import BackendSet
@@ -27,8 +28,12 @@ def closure_module(root: Path) -> Path:
     return root
 
 
-def index_db(root: Path) -> sqlite3.Connection:
-    return sqlite3.connect(root / DEFAULT_INDEX_DIR / "index.db")
+@contextmanager
+def index_db(root: Path) -> Iterator[sqlite3.Connection]:
+    """The index file, committed and closed on leaving (a connection's own ``with`` does
+    not close it)."""
+    with closing(sqlite3.connect(root / DEFAULT_INDEX_DIR / "index.db")) as conn, conn:
+        yield conn
 
 
 def test_declarations_inside_a_function_are_not_search_units(
