@@ -42,7 +42,7 @@ def test_declarations_inside_a_function_are_not_search_units(
     root = closure_module(tmp_path)
     build(root)
     with index_db(root) as conn:
-        nodes = {qualname for (qualname,) in conn.execute("SELECT qualname FROM nodes")}
+        nodes = [qualname for (qualname,) in conn.execute("SELECT qualname FROM nodes")]
         nested = conn.execute(
             "SELECT count(*) FROM nodes n JOIN nodes p ON p.id = n.parent_id"
             " WHERE p.kind = 'function'"
